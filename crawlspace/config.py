@@ -44,21 +44,24 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         str,
         _doc("Product token matched against robots.txt User-agent groups (RFC 9309). Defaults to crawlspace's own."),
     ] = DEFAULT_ROBOTS_AGENT
-    from_header: Annotated[str | None, _doc("Value of the From header (an e-mail address to contact the operator).")] = (
-        None
-    )
+    from_header: Annotated[
+        str | None, _doc("Value of the From header (an e-mail address to contact the operator).")
+    ] = None
 
     # termination
     max_pages: Annotated[PositiveInt | None, _doc("Stop after this many fetches (None: no limit).")] = None
-    max_seconds: Annotated[PositiveFloat | None, _doc("Stop after this many seconds of crawling (None: no limit).")] = None
-    max_bytes: Annotated[PositiveInt | None, _doc("Stop after this many body bytes were downloaded (None: no limit).")] = (
+    max_seconds: Annotated[PositiveFloat | None, _doc("Stop after this many seconds of crawling (None: no limit).")] = (
         None
     )
+    max_bytes: Annotated[
+        PositiveInt | None, _doc("Stop after this many body bytes were downloaded (None: no limit).")
+    ] = None
 
     # concurrency and politeness
     concurrency: Annotated[int, _doc("Fetches in flight at once across all hosts.", ge=1, le=100_000)] = 64
     min_delay: Annotated[
-        float, _doc("Least seconds between two requests to one host; robots.txt Crawl-delay can only lengthen it.", ge=0)
+        float,
+        _doc("Least seconds between two requests to one host; robots.txt Crawl-delay can only lengthen it.", ge=0),
     ] = 1.0
     delay_factor: Annotated[
         float, _doc("Mercator's k: the next request to a host waits k times the last fetch's duration.", ge=0)
@@ -82,18 +85,20 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     )
 
     # robots.txt
-    robots_ttl: Annotated[float, _doc("Seconds a fetched robots.txt stays valid in the per-host cache.", gt=0)] = 86400.0
+    robots_ttl: Annotated[float, _doc("Seconds a fetched robots.txt stays valid in the per-host cache.", gt=0)] = (
+        86400.0
+    )
 
     # scope
-    max_depth: Annotated[NonNegativeInt | None, _doc("Links further than this many hops from a seed are not followed.")] = (
-        None
-    )
+    max_depth: Annotated[
+        NonNegativeInt | None, _doc("Links further than this many hops from a seed are not followed.")
+    ] = None
     max_redirects: Annotated[int, _doc("Redirect hops followed from one original URL.", ge=0)] = 10
 
     # output
-    warc_max_bytes: Annotated[int, _doc("A WARC file is closed and a new one started beyond this size.", ge=1 << 16)] = (
-        1 << 30
-    )
+    warc_max_bytes: Annotated[
+        int, _doc("A WARC file is closed and a new one started beyond this size.", ge=1 << 16)
+    ] = 1 << 30
     progress_interval: Annotated[float, _doc("Seconds between progress reports.", gt=0)] = 2.0
 
     def __post_init__(self) -> None:

@@ -1,0 +1,3 @@
+from crawlspace.cli import main
+
+main()
