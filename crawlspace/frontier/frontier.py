@@ -349,10 +349,21 @@ class Frontier:
         self._awaiting.pop(host.name, None)
         if host.group is not None and not host.group.shared:
             host.group = None  # an own group carries nothing once the host has no leases
-        if host.t_e <= now and not host.failures and not host.parks and not host.in_flight:
+        if self._forgettable(host, now):
             self._forget(host, now)
         elif len(self._hosts) >= self._prune_at:
             self._prune(now)
+
+    def _forgettable(self, host: HostState, now: float) -> bool:
+        """An idle row carries nothing once its delay has passed, unless it remembers errors, or a
+        Crawl-delay that must space the starts of several connections."""
+        return (
+            host.t_e <= now
+            and not host.failures
+            and not host.parks
+            and not host.in_flight
+            and not (host.crawl_delay and self._host_limit > 1)
+        )
 
     def _forget(self, host: HostState, now: float) -> None:
         del self._hosts[host.name]
@@ -360,9 +371,8 @@ class Frontier:
 
     def _prune(self, now: float) -> None:
         """Drop rows of idle hosts whose delay has passed; amortized O(1) per deactivation."""
-        for host in [h for h in self._hosts.values() if h.status == IDLE]:
-            if host.t_e <= now and not host.failures and not host.parks and not host.in_flight:
-                self._forget(host, now)
+        for host in [h for h in self._hosts.values() if h.status == IDLE and self._forgettable(h, now)]:
+            self._forget(host, now)
         for key in [k for k, g in self._groups.items() if not g.members and not g.in_flight and g.t_e <= now]:
             del self._groups[key]
         self._prune_at = max(4096, 2 * len(self._hosts))
@@ -848,7 +858,9 @@ class Frontier:
                 else:
                     parked += 1
                     assert host.park_seq and not host.heap_seq, f"{host!r} parked without a parked-heap entry"
-                    assert queue.in_memory() == 0, f"parked {name} keeps URLs in memory"
+                    # URLs reaching a parked host wait in its tail until a block's worth is there
+                    bound = queue.window + self._host_limit
+                    assert queue.in_memory() <= bound, f"parked {name} keeps {queue.in_memory()} URLs in memory"
             else:
                 assert queue is None, f"{host!r} keeps a back queue"
                 assert not host.heap_seq and not host.park_seq, f"{host!r} is still scheduled"
