@@ -313,6 +313,8 @@ class Frontier:
     def _park(self, host: HostState) -> None:
         """The host gives up its back queue (its URLs go to disk) until its contact time."""
         assert host.status == ACTIVE and host.queue is not None
+        if not host.failures and not host.parks:
+            self.stats.hosts_snoozed += 1  # not for errors: a long Crawl-delay or Retry-After
         host.status = PARKED
         self._active -= 1
         self._parked_count += 1
@@ -515,7 +517,6 @@ class Frontier:
             assert queue is not None
             if queue.size:
                 if host.t_e - now > self._park_threshold:
-                    self.stats.hosts_snoozed += 1
                     self._park(host)
                 elif host.in_flight < self._host_limit and host.group is not None:
                     self._offer(host)
