@@ -151,11 +151,15 @@ def default_port(preferred: int = 80, fallback: int = 8080) -> int:
 
 
 def raise_file_limit(needed: int) -> None:
-    """Lift the soft RLIMIT_NOFILE towards the hard one: a 10,000-host web needs 10,000 sockets."""
+    """Lift the soft RLIMIT_NOFILE to the hard one: one socket per host address, plus every client connection.
+
+    Fails loudly when even the hard limit cannot hold the listening sockets with some room to spare.
+    """
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < needed:
-        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise OSError(errno.EMFILE, f"RLIMIT_NOFILE hard limit {hard} is below the {needed} sockets needed")
 
 
 class _Connection(asyncio.Protocol):
@@ -445,7 +449,7 @@ class SimServer:
     async def start(self) -> None:
         """Bind all host addresses (choosing the octet), start serving, write the hosts file."""
         addresses = len({self.web.ip_suffix(name) for name in self.web.hosts})
-        raise_file_limit(addresses + 4096)
+        raise_file_limit(addresses + 256)
         if self._requested_octet is not None:
             candidates = [self._requested_octet]
         else:
