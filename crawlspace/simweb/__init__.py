@@ -17,5 +17,18 @@ from crawlspace.simweb.config import SimWebConfig, SimWebConfigError
 from crawlspace.simweb.generator import SimWeb
 from crawlspace.simweb.model import Link, Response
 from crawlspace.simweb.robots import RobotsKind
+from crawlspace.simweb.server import LogEntry, RunningServer, SimServer, read_log, serve_in_background
 
-__all__ = ["Link", "Response", "RobotsKind", "SimWeb", "SimWebConfig", "SimWebConfigError"]
+__all__ = [
+    "Link",
+    "LogEntry",
+    "Response",
+    "RobotsKind",
+    "RunningServer",
+    "SimServer",
+    "SimWeb",
+    "SimWebConfig",
+    "SimWebConfigError",
+    "read_log",
+    "serve_in_background",
+]

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from pathlib import Path
+from types import MappingProxyType
 from typing import IO, NamedTuple
 
 from crawlspace.simweb.generator import SimWeb, unescape_unreserved
@@ -46,21 +47,23 @@ MAX_HEADER_BYTES = 65536
 OCTETS = range(16, 240)
 """Second octets a server may take: 127.0.x.y is left to the system's own loopback services."""
 
-_REASONS = {
-    200: "OK",
-    301: "Moved Permanently",
-    302: "Found",
-    307: "Temporary Redirect",
-    308: "Permanent Redirect",
-    400: "Bad Request",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    421: "Misdirected Request",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-    503: "Service Unavailable",
-}
+_REASONS = MappingProxyType(
+    {
+        200: "OK",
+        301: "Moved Permanently",
+        302: "Found",
+        307: "Temporary Redirect",
+        308: "Permanent Redirect",
+        400: "Bad Request",
+        404: "Not Found",
+        405: "Method Not Allowed",
+        421: "Misdirected Request",
+        431: "Request Header Fields Too Large",
+        500: "Internal Server Error",
+        501: "Not Implemented",
+        503: "Service Unavailable",
+    }
+)
 
 
 class LogEntry(NamedTuple):
