@@ -248,6 +248,8 @@ class _Connection(asyncio.Protocol):
         )
 
     def _handle(self, head: bytes, arrived: float) -> None:
+        if head.startswith(b"\r\n"):  # stray empty lines before a request line are ignored (RFC 9112 §2.2)
+            head = head.lstrip(b"\r\n")
         line_end = head.find(b"\r\n")
         parts = (head if line_end < 0 else head[:line_end]).split(b" ")
         if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
@@ -422,13 +424,6 @@ class SimServer:
 
     def connection_closed(self, connection: _Connection) -> None:
         self._connections.discard(connection)
-
-    def addresses(self) -> dict[str, list[int]]:
-        """Listening address -> the hosts served there."""
-        served: dict[str, list[int]] = {}
-        for index, address in enumerate(self.host_address):
-            served.setdefault(address, []).append(index)
-        return served
 
     def _bind(self, octet: int) -> list[tuple[str, socket.socket]]:
         """Bind every distinct host address for this octet, or none (EADDRINUSE: try another octet)."""
