@@ -83,6 +83,9 @@ class SimWeb:
         """Index of a host name (case-insensitive); KeyError for a host not in this web."""
         return self._host_index[host.lower()]
 
+    def has_host(self, host: str) -> bool:
+        return host.lower() in self._host_index
+
     def origin(self, host: str) -> str:
         return self.data.origin(self.host_index(host))
 
