@@ -84,7 +84,10 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     ] = None
     error_delay: Annotated[
         float,
-        _doc("Seconds of backoff after a failed fetch (connection error, timeout, 5xx, 429), doubled per repeat", ge=0),
+        _doc(
+            "Seconds of backoff after a failed fetch (connection error, timeout, 5xx, 429), doubled per repeat.",
+            ge=0,
+        ),
     ] = 5.0
     park_after_errors: Annotated[
         int, _doc("Consecutive failed fetches after which a host is parked (set aside) for park_seconds.", ge=1)
