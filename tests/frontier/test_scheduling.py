@@ -3,6 +3,8 @@ groups, Retry-After, errors, parking and giving up, and the engine-facing contra
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from crawlspace.frontier import (
@@ -50,7 +52,7 @@ def test_one_host_is_spaced_by_k_times_the_fetch_duration(clock: FakeClock) -> N
     frontier.add_many(urls("a.test", 4))
     trace = drain(frontier, clock, duration=0.3)
     starts = [when for when, _ in trace]
-    gaps = [later - earlier for earlier, later in zip(starts, starts[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
     assert gaps == pytest.approx([0.3 + 3.0] * 3)  # fetch time, then k x 0.3 = 3 s of silence
 
 
@@ -202,7 +204,7 @@ def test_hosts_on_one_address_share_its_politeness(clock: FakeClock) -> None:
     assert sorted(seen) == ["a.test", "b.test", "c.test"]
     trace = drain(frontier, clock, duration=0.5)
     shared = sorted(when for when, url in trace if "/a.test/" in url or "/b.test/" in url)
-    assert all(later - earlier >= 2.5 - 1e-9 for earlier, later in zip(shared, shared[1:], strict=False))
+    assert all(later - earlier >= 2.5 - 1e-9 for earlier, later in itertools.pairwise(shared))
     alone = [when for when, url in trace if "/c.test/" in url]
     assert alone[0] < shared[1], "another address is not held up"
     frontier.check_invariants()
