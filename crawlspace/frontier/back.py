@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import msgspec
+
 from crawlspace.frontier.diskqueue import DiskQueue
 from crawlspace.frontier.entry import FrontierEntry
 
@@ -84,69 +86,48 @@ class Politeness:
         return self.park_seconds * 2.0 ** min(parks - 1, 30)
 
 
-class HostGroup:
+class HostGroup(msgspec.Struct, eq=False):
     """Hosts that are polite together: one IP address (shared) or one host alone (not shared).
 
     `heap` holds (t_e, seq, host) for the group's ready hosts; entries whose seq is no longer the
     host's `heap_seq` are stale and skipped. The group has at most one live entry in the frontier's
     heap: seq `entry_seq`, key `key_time` = max(own t_e, earliest ready host's t_e).
+    (msgspec Structs rather than slotted classes: created on every host activation, and a Struct
+    is built in C at half the cost.)
     """
 
-    __slots__ = ("entry_seq", "heap", "in_flight", "key", "key_time", "limit", "members", "shared", "t_e")
-
-    def __init__(self, key: str, shared: bool, limit: int) -> None:
-        self.key = key
-        self.shared = shared
-        self.limit = limit
-        self.t_e = -math.inf
-        self.in_flight = 0
-        self.heap: list[tuple[float, int, HostState]] = []
-        self.entry_seq = 0
-        self.key_time = 0.0
-        self.members = 0
+    key: str
+    shared: bool
+    limit: int
+    t_e: float = -math.inf
+    in_flight: int = 0
+    heap: list[tuple[float, int, HostState]] = msgspec.field(default_factory=list)
+    entry_seq: int = 0
+    key_time: float = 0.0
+    members: int = 0
 
     def __repr__(self) -> str:
         kind = "ip" if self.shared else "host"
         return f"HostGroup({kind} {self.key}, t_e={self.t_e:.3f}, in_flight={self.in_flight}/{self.limit})"
 
 
-class HostState:
+class HostState(msgspec.Struct, eq=False):
     """One row of the host table: a host's timing, errors, address and (when it has one) back queue."""
 
-    __slots__ = (
-        "address",
-        "address_known",
-        "crawl_delay",
-        "failures",
-        "group",
-        "heap_seq",
-        "in_flight",
-        "leases",
-        "name",
-        "park_key",
-        "park_seq",
-        "parks",
-        "queue",
-        "status",
-        "t_e",
-    )
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.status = IDLE
-        self.t_e = -math.inf  # earliest next contact
-        self.crawl_delay = 0.0  # last robots.txt Crawl-delay reported
-        self.in_flight = 0
-        self.leases: list[Lease] = []
-        self.queue: DiskQueue | None = None
-        self.group: HostGroup | None = None
-        self.address: str | None = None
-        self.address_known = False
-        self.failures = 0  # consecutive failed fetches
-        self.parks = 0  # times parked for errors since the last success
-        self.heap_seq = 0  # seq of its live entry in group.heap (0: none)
-        self.park_seq = 0  # seq of its live entry in the parked heap (0: none)
-        self.park_key = 0.0  # the time of that entry
+    name: str
+    status: int = IDLE
+    t_e: float = -math.inf  # earliest next contact
+    crawl_delay: float = 0.0  # last robots.txt Crawl-delay reported
+    in_flight: int = 0
+    queue: DiskQueue | None = None
+    group: HostGroup | None = None
+    address: str | None = None
+    address_known: bool = False
+    failures: int = 0  # consecutive failed fetches
+    parks: int = 0  # times parked for errors since the last success
+    heap_seq: int = 0  # seq of its live entry in group.heap (0: none)
+    park_seq: int = 0  # seq of its live entry in the parked heap (0: none)
+    park_key: float = 0.0  # the time of that entry
 
     def __repr__(self) -> str:
         queued = self.queue.size if self.queue is not None else 0
@@ -156,21 +137,22 @@ class HostState:
         )
 
 
-class Lease:
+class Lease(msgspec.Struct, frozen=True, gc=False, eq=False):
     """A URL handed out by `Frontier.acquire`; give it back with `Frontier.release` exactly once.
 
     Until then it counts against its host's (and, with per-IP politeness, its address's)
-    connection limit. Equality is identity: two leases of one URL are distinct.
+    connection limit. Equality is identity: two leases of one URL are distinct. The fields after
+    `granted_at` are the frontier's own. (Not tracked by the cyclic GC: nothing refers back to a
+    lease but the frontier's lease table, so it can be in no cycle, and a lease a second is saved
+    a GC traversal.)
     """
 
-    __slots__ = ("_group", "_host", "entry", "granted_at", "host")
-
-    def __init__(self, entry: FrontierEntry, host: HostState, group: HostGroup, granted_at: float) -> None:
-        self.entry = entry
-        self.host = host.name
-        self.granted_at = granted_at
-        self._host = host
-        self._group = group
+    entry: FrontierEntry
+    host: str
+    granted_at: float
+    number: int
+    state: HostState
+    group: HostGroup
 
     def __repr__(self) -> str:
         return f"Lease({self.entry.url!r}, host={self.host!r}, granted_at={self.granted_at:.3f})"

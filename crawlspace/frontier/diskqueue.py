@@ -141,9 +141,12 @@ class DiskQueue:
         return f"DiskQueue(size={self.size}, head={len(self.head)}, blocks={len(self.blocks)}, tail={len(self.tail)})"
 
     def push(self, entry: FrontierEntry) -> None:
-        tail = self.tail
-        tail.append(entry)
         self.size += 1
+        tail = self.tail
+        if not tail and not self.blocks and len(self.head) < self.window:
+            self.head.append(entry)  # nothing queued behind the head: a short queue stays in one deque
+            return
+        tail.append(entry)
         if len(tail) >= self.window:
             self.spill_tail()
 

@@ -37,6 +37,8 @@ from crawlspace.urls import host_of
 
 __all__ = ["Frontier", "FrontierEntry", "FrontierError", "FrontierStats", "Lease"]
 
+PRUNE_FLOOR = 4096  # host rows kept before the first sweep
+
 _heappush = heapq.heappush
 _heappop = heapq.heappop
 
@@ -119,12 +121,17 @@ class Frontier:
         self._heap: list[tuple[float, int, HostGroup]] = []
         self._parked: list[tuple[float, int, HostState]] = []
         self._awaiting: dict[str, HostState] = {}  # hosts with a back queue waiting for their address
+        self._spare_queues: list[DiskQueue] = []  # emptied back queues, reused (activation is the hot path)
+        self._min_delay = self.politeness.min_delay
+        self._delay_factor = self.politeness.delay_factor
+        self._max_delay = self.politeness.max_delay
         self._seq = 0
         self._active = 0
         self._parked_count = 0
         self._queued = 0  # added, not handed out nor dropped (entries lost to corruption subtracted in __len__)
-        self._in_flight = 0
-        self._prune_at = 4096
+        self._leases: dict[int, Lease] = {}  # out, by number, in the order handed out
+        self._lease_number = 0
+        self._prune_at = PRUNE_FLOOR
         self._closed = False
         self.stats = FrontierStats()
         self.given_up_reasons: Counter[str] = Counter()
@@ -195,6 +202,7 @@ class Frontier:
         front = self._front
         hosts = self._hosts
         budget = self._refill_budget
+        single = front.queues[0] if len(front.queues) == 1 else None
         while self._active < self._max_back:
             if parked and parked[0][0] <= now:
                 _, seq, host = _heappop(parked)
@@ -204,9 +212,15 @@ class Frontier:
             if not front.size or budget <= 0:
                 return
             budget -= 1
-            entry = front.pop()
-            if entry is None:
-                continue
+            if single is not None and single.head:  # BFS: pop the head window directly
+                entry = single.head.popleft()
+                single.size -= 1
+                front.size -= 1
+            else:
+                popped = front.pop()
+                if popped is None:
+                    continue
+                entry = popped
             name = host_of(entry.url)
             known = hosts.get(name)
             if known is None:
@@ -232,7 +246,8 @@ class Frontier:
                     self._offer(host)
 
     def _activate(self, host: HostState, entry: FrontierEntry, now: float) -> None:
-        queue = DiskQueue(self._log, self._back_window, self._back_file_bytes)
+        spare = self._spare_queues
+        queue = spare.pop() if spare else DiskQueue(self._log, self._back_window, self._back_file_bytes)
         queue.push(entry)
         host.queue = queue
         host.status = ACTIVE
@@ -345,13 +360,16 @@ class Frontier:
         host.status = IDLE
         self._active -= 1
         host.heap_seq = 0
-        assert host.queue is not None and host.queue.size == 0
-        host.queue.close()
+        queue = host.queue
+        assert queue is not None and queue.size == 0
+        queue.close()
         host.queue = None
+        if len(self._spare_queues) < 64:
+            self._spare_queues.append(queue)
         self._awaiting.pop(host.name, None)
         if host.group is not None and not host.group.shared:
             host.group = None  # an own group carries nothing once the host has no leases
-        if self._forgettable(host, now):
+        if host.t_e <= now and self._forgettable(host, now):
             self._forget(host, now)
         elif len(self._hosts) >= self._prune_at:
             self._prune(now)
@@ -372,12 +390,13 @@ class Frontier:
         self._leave_group(host, now)
 
     def _prune(self, now: float) -> None:
-        """Drop rows of idle hosts whose delay has passed; amortized O(1) per deactivation."""
+        """Drop rows of idle hosts whose delay has passed; amortized O(1) per deactivation (a sweep
+        happens when the table has doubled since the last one, and at PRUNE_FLOOR rows at the least)."""
         for host in [h for h in self._hosts.values() if h.status == IDLE and self._forgettable(h, now)]:
             self._forget(host, now)
         for key in [k for k, g in self._groups.items() if not g.members and not g.in_flight and g.t_e <= now]:
             del self._groups[key]
-        self._prune_at = max(4096, 2 * len(self._hosts))
+        self._prune_at = max(PRUNE_FLOOR, 2 * len(self._hosts))
 
     # -- draining ----------------------------------------------------------------------------
 
@@ -398,7 +417,8 @@ class Frontier:
 
     def acquire(self) -> Lease | None:
         """The head URL of a back queue whose host (and address) may be contacted now, or None."""
-        self._check_open()
+        if self._closed:
+            raise FrontierError("the frontier is closed")
         now = self._clock()
         if self._active < self._max_back:
             self._refill(now)
@@ -433,7 +453,12 @@ class Frontier:
         assert host.status == ACTIVE and queue is not None, f"heap entry for {host!r}"
         assert host.group is group, f"{host.name} scheduled in a group it left"
         assert host.t_e <= now and group.t_e <= now, f"{host.name} handed out before its contact time"
-        entry = queue.pop()
+        head = queue.head
+        if head:
+            entry: FrontierEntry | None = head.popleft()
+            queue.size -= 1
+        else:
+            entry = queue.pop()
         if entry is None:  # its blocks were unreadable
             self._sync_lost()
             if host.in_flight == 0:
@@ -445,15 +470,18 @@ class Frontier:
         assert host.in_flight <= self._host_limit, f"{host.name}: more than {self._host_limit} leases"
         assert group.in_flight <= group.limit, f"{group!r}: more leases than allowed"
         self._queued -= 1
-        self._in_flight += 1
         if self._host_limit > 1:
             if host.crawl_delay:
                 host.t_e = now + host.crawl_delay  # Crawl-delay spaces request starts too
             if host.in_flight < self._host_limit and queue.size:
                 self._offer(host)
-        self._schedule(group)
-        lease = Lease(entry, host, group, now)
-        host.leases.append(lease)
+        if group.in_flight < group.limit:
+            self._schedule(group)
+        else:
+            group.entry_seq = 0
+        self._lease_number += 1
+        lease = Lease(entry, host.name, now, self._lease_number, host, group)
+        self._leases[self._lease_number] = lease
         return lease
 
     def release(
@@ -477,28 +505,31 @@ class Frontier:
         the host (connection errors, timeouts, 5xx, 429); repeated errors back off, park and
         finally give the host up.
         """
-        host = lease._host
-        group = lease._group
-        leases = host.leases
-        for index, held in enumerate(leases):
-            if held is lease:
-                del leases[index]
-                break
-        else:
+        if self._leases.get(lease.number) is not lease:
             raise FrontierError(f"{lease!r} is not outstanding (released twice, or from another frontier)")
+        del self._leases[lease.number]
+        host = lease.state
+        group = lease.group
         now = self._clock()
         host.in_flight -= 1
         group.in_flight -= 1
-        self._in_flight -= 1
-        politeness = self.politeness
         if crawl_delay is not None and crawl_delay >= 0 and math.isfinite(crawl_delay):
             host.crawl_delay = crawl_delay
         if contacted:
-            until = now + politeness.next_gap(duration, host.crawl_delay, self._host_limit)
+            # Politeness.next_gap, inlined: this is the hot path
+            gap = self._delay_factor * duration
+            if gap < self._min_delay:
+                gap = self._min_delay
+            if gap > self._max_delay:
+                gap = self._max_delay
+            host_gap = gap / self._host_limit
+            if host.crawl_delay > host_gap:
+                host_gap = host.crawl_delay
+            until = now + host_gap
             if until > host.t_e:
                 host.t_e = until
             if group.shared:
-                until = now + politeness.next_gap(duration, None, group.limit)
+                until = now + gap / group.limit
                 if until > group.t_e:
                     group.t_e = until
         if retry_after is not None and retry_after > 0 and math.isfinite(retry_after):
@@ -522,7 +553,8 @@ class Frontier:
                     self._offer(host)
             elif host.in_flight == 0:
                 self._deactivate(host, now)
-        self._schedule(group)
+        if group.heap:
+            self._schedule(group)
         if self._active < self._max_back:
             self._refill(now)
 
@@ -596,9 +628,8 @@ class Frontier:
         if not self._per_ip or (not changed and state.group is not None):
             return
         self._awaiting.pop(host, None)
-        now = self._clock()
         if state.group is not None:
-            self._leave_group(state, now)
+            self._leave_group(state, self._clock())
         if state.status != IDLE or address is not None:
             self._join_group(state)
         queue = state.queue
@@ -616,7 +647,7 @@ class Frontier:
 
     @property
     def in_flight(self) -> int:
-        return self._in_flight
+        return len(self._leases)
 
     @property
     def active_hosts(self) -> int:
@@ -651,7 +682,7 @@ class Frontier:
         self._sync_lost()
         return {
             "frontier": len(self),
-            "in_flight": self._in_flight,
+            "in_flight": len(self._leases),
             "active_hosts": self._active,
             "parked_hosts": self._parked_count,
             "known_hosts": len(self._hosts),
@@ -700,6 +731,9 @@ class Frontier:
         def queue_record(queue: DiskQueue) -> state_format.QueueRecord:
             return state_format.QueueRecord(list(queue.head), list(queue.blocks), list(queue.tail), queue.size)
 
+        leased: dict[str, list[FrontierEntry]] = {}
+        for lease in self._leases.values():
+            leased.setdefault(lease.host, []).append(lease.entry)
         hosts: list[state_format.HostRecord] = []
         own_groups: list[state_format.GroupRecord] = []
         for host in self._hosts.values():
@@ -720,7 +754,7 @@ class Frontier:
                     park_seq=host.park_seq,
                     park_key=host.park_key - now if host.park_seq else 0.0,
                     queue=queue_record(host.queue) if host.queue is not None else None,
-                    leased=[lease.entry for lease in host.leases],
+                    leased=leased.get(host.name, []),
                 )
             )
         groups = [_group_record(group, now) for group in self._groups.values()] + own_groups
@@ -840,7 +874,13 @@ class Frontier:
         queues_seen: set[int] = set()
         active = parked = queued = in_flight = 0
         group_leases: Counter[int] = Counter()
+        host_leases: Counter[str] = Counter()
         groups: dict[int, HostGroup] = {}
+        for number, lease in self._leases.items():
+            assert lease.number == number and self._hosts.get(lease.host) is lease.state, f"stray {lease!r}"
+            host_leases[lease.host] += 1
+            group_leases[id(lease.group)] += 1
+            groups[id(lease.group)] = lease.group
         for name, host in self._hosts.items():
             assert host.name == name, f"host table row {name} holds {host.name}"
             queue = host.queue
@@ -865,12 +905,9 @@ class Frontier:
             else:
                 assert queue is None, f"{host!r} keeps a back queue"
                 assert not host.heap_seq and not host.park_seq, f"{host!r} is still scheduled"
-            assert host.in_flight == len(host.leases), f"{name}: in_flight {host.in_flight} != leases"
+            assert host.in_flight == host_leases[name], f"{name}: in_flight {host.in_flight} != leases"
             assert host.in_flight <= self._host_limit, f"{name}: {host.in_flight} leases > {self._host_limit}"
             in_flight += host.in_flight
-            for lease in host.leases:
-                group_leases[id(lease._group)] += 1
-                groups[id(lease._group)] = lease._group
             awaiting = self._per_ip and host.status in (ACTIVE, PARKED) and not host.address_known
             assert (name in self._awaiting) == awaiting, f"{host!r} awaiting-address mismatch"
             if host.group is not None:
@@ -892,7 +929,7 @@ class Frontier:
                 raise AssertionError(f"{host!r} has URLs, a free connection and no heap entry: it would starve")
         assert active == self._active <= self._max_back, f"active {active}/{self._active} > B={self._max_back}"
         assert parked == self._parked_count, f"parked {parked} != {self._parked_count}"
-        assert in_flight == self._in_flight, f"in flight {in_flight} != {self._in_flight}"
+        assert in_flight == len(self._leases), f"in flight {in_flight} != {len(self._leases)}"
         front = sum(queue.size for queue in self._front.queues)
         assert front == self._front.size, f"front size {front} != {self._front.size}"
         assert queued + front == len(self), f"queued {queued} + {front} != {len(self)}"
