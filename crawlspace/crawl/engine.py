@@ -21,7 +21,7 @@ from typing import Any
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.housekeeping import CrawlStats, ProgressReporter
-from crawlspace.dns import AddressGuard, Resolver
+from crawlspace.dns import AddressGuard, DNSFailure, Resolver
 from crawlspace.fetch import Fetcher, FetchResult, Outcome
 from crawlspace.frontier import Frontier, FrontierEntry, Lease, Politeness
 from crawlspace.parse import parse_html
@@ -59,6 +59,12 @@ def read_seeds(path: Path) -> tuple[list[str], list[SeedProblem]]:
     return seeds, problems
 
 
+def _host_failed(result: FetchResult) -> bool:
+    """A failure that says something about the host rather than the URL: it backs the host off,
+    and repeated ones park it and finally give it up (a 404 or a 500 is the page's problem)."""
+    return result.outcome.is_transient or result.outcome is Outcome.DNS_ERROR or result.status in (429, 503)
+
+
 def parse_retry_after(value: str | None) -> float | None:
     if not value:
         return None
@@ -79,8 +85,23 @@ class CrawlEngine:
             delay_factor=config.delay_factor,
             max_delay=config.max_delay,
             max_conn_per_host=config.max_conn_per_host,
+            per_ip=config.per_ip,
+            max_conn_per_ip=config.max_conn_per_ip,
+            error_delay=config.error_delay,
+            park_after_errors=config.park_after_errors,
+            park_seconds=config.park_seconds,
+            give_up_after_parks=config.give_up_after_parks,
         )
-        self.frontier = Frontier(self.politeness, back_queues=3 * config.concurrency)
+        # Fresh until resuming lands (checkpoint issue): the URL-seen set starts empty too.
+        self.frontier = Frontier.open(
+            self.out_dir / "frontier",
+            self.politeness,
+            fresh=True,
+            back_queues=config.back_queues or 3 * config.concurrency,
+            front_window=config.frontier_front_window,
+            back_window=config.frontier_back_window,
+            on_activate=self._prefetch_address,
+        )
         self.robots = RobotsCache(ttl=config.robots_ttl)
         self.urlset = UrlSet()
         self.content = ContentSeen()
@@ -92,6 +113,7 @@ class CrawlEngine:
         self._changed = asyncio.Event()
         self._stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self._lookups: set[asyncio.Task[None]] = set()
         self._started = time.monotonic()
 
     # -- public ------------------------------------------------------------------------------
@@ -109,6 +131,8 @@ class CrawlEngine:
 
     async def run(self) -> CrawlStats:
         loop = asyncio.get_running_loop()
+        for host in self.frontier.hosts_awaiting_address():  # activated before the loop ran
+            self._prefetch_address(host)
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self.stop, "interrupted")
@@ -138,8 +162,15 @@ class CrawlEngine:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
             self.warc.close()
+            for lookup in self._lookups:
+                lookup.cancel()
+            self.stats.frontier = {
+                **self.frontier.stats.to_dict(),
+                "given_up_reasons": dict(self.frontier.given_up_reasons),
+            }
             self.stats.finished_at = time.time()
             self.stats.write(self.out_dir / "stats.json")
+            self.frontier.close()  # a checkpoint: what was left to crawl survives the run
         return self.stats
 
     # -- dispatch ----------------------------------------------------------------------------
@@ -203,9 +234,7 @@ class CrawlEngine:
 
     def _gauges(self) -> dict[str, Any]:
         return {
-            "frontier": len(self.frontier),
-            "in_flight": self.frontier.in_flight,
-            "active_hosts": self.frontier.active_hosts,
+            **self.frontier.gauges(),
             "urls_seen": len(self.urlset),
             "robots_cached": len(self.robots),
             "dns_cached": len(self.resolver),
@@ -241,7 +270,31 @@ class CrawlEngine:
                 crawl_delay=rules.crawl_delay(agent),
                 retry_after=retry_after,
                 contacted=result.outcome not in (Outcome.DNS_ERROR, Outcome.GUARD_REFUSED),
+                error=_host_failed(result),
             )
+
+    def _prefetch_address(self, host: str) -> None:
+        """The frontier gave `host` a back queue: resolve it meanwhile (Mercator's DNS prefetch);
+        with per-IP politeness the frontier hands the host out once it knows the address."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # seeds added before the loop runs: `run` resolves the waiting hosts
+        task = loop.create_task(self._resolve_host(host))
+        self._lookups.add(task)
+        task.add_done_callback(self._lookups.discard)
+
+    async def _resolve_host(self, host: str) -> None:
+        name = host[1 : host.index("]")] if host.startswith("[") else host.rsplit(":", 1)[0]
+        address: str | None = None  # unresolvable: scheduled alone; its fetch reports the DNS error
+        try:
+            address = await self.resolver.resolve(name)
+        except DNSFailure:
+            pass
+        except Exception as exc:  # never leave the host waiting for an address forever
+            self.stats.errors[f"internal:dns-prefetch:{type(exc).__name__}"] += 1
+        self.frontier.set_host_address(host, address)
+        self._changed.set()
 
     async def _fetch_robots(self, fetcher: Fetcher, origin: str) -> RobotsRules:
         url = origin + "/robots.txt"

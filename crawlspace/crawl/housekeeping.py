@@ -38,6 +38,7 @@ class CrawlStats:
     filtered: Counter[str] = field(default_factory=Counter)
     invalid_seeds: int = 0
     termination: str = ""
+    frontier: dict[str, Any] = field(default_factory=dict)  # FrontierStats at the end: parked, given up, lost
 
     @property
     def elapsed(self) -> float:
@@ -62,6 +63,7 @@ class CrawlStats:
             "filtered": dict(sorted(self.filtered.items())),
             "invalid_seeds": self.invalid_seeds,
             "termination": self.termination,
+            "frontier": self.frontier,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
         }
