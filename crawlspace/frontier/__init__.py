@@ -29,8 +29,8 @@ Invariants, asserted at acquire and release and audited by `Frontier.check_invar
 owns at most one back queue and a back queue holds URLs of one host only; at most B hosts own one;
 no host (nor, with per-IP politeness, address) has more leases than allowed; no URL is handed out
 before its host's and its address's t_e; a host with URLs and a free connection is always in the
-heap (nothing starves). Memory is bounded by the host table and 2 x window entries per queue, not
-by the number of URLs queued.
+heap (nothing starves). Memory is bounded by the host table and a window of each of the F + B
+queues (a parked host's URLs are all on disk), not by the number of URLs queued.
 """
 
 from crawlspace.frontier.back import Lease, Politeness

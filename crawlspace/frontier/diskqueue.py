@@ -3,9 +3,12 @@
 IIR §20.2.3: "a portion of each queue is kept in memory, with more brought in from disk as it is
 drained". A `DiskQueue` is `head` (entries about to be popped, in memory) + `blocks` (references to
 compressed blocks on disk, oldest first) + `tail` (the newest entries, in memory). When the tail
-reaches `window` entries it is written out as one block; when the head runs dry the oldest block
-is read back whole. A queue therefore holds at most about 2 x window entries in memory however
-long it is, and a short queue (most back queues) never touches the disk at all.
+reaches its spill size it is written out as one block; when the head runs dry the oldest block is
+read back whole. The spill size starts at `window` and doubles with every block the queue already
+has on disk, up to `max_block`: a queue that stays long (a big site's back queue) writes fewer,
+larger blocks, so the block references held in memory stay few even at 100 M URLs. A queue thus
+holds at most about 2 x max_block entries in memory however long it is, and a short queue (most
+back queues) never touches the disk at all.
 
 Blocks are msgpack arrays of entries compressed as one zstd frame with a content checksum (~11
 bytes per URL on typical URLs, against ~60 raw). Each queue appends its blocks to its own current
@@ -121,11 +124,25 @@ class SegmentLog:
 class DiskQueue:
     """One FIFO queue of the frontier (front or back); see the module docstring for its layout."""
 
-    __slots__ = ("blocks", "file_bytes", "head", "log", "size", "tail", "window", "write_file", "written")
+    __slots__ = (
+        "blocks",
+        "file_bytes",
+        "head",
+        "log",
+        "max_block",
+        "size",
+        "spill_at",
+        "tail",
+        "window",
+        "write_file",
+        "written",
+    )
 
-    def __init__(self, log: SegmentLog, window: int, file_bytes: int) -> None:
+    def __init__(self, log: SegmentLog, window: int, file_bytes: int, max_block: int | None = None) -> None:
         self.log = log
         self.window = window
+        self.max_block = max(window, max_block or window)
+        self.spill_at = window
         self.file_bytes = file_bytes
         self.head: deque[FrontierEntry] = deque()
         self.blocks: deque[BlockRef] = deque()
@@ -147,7 +164,7 @@ class DiskQueue:
             self.head.append(entry)  # nothing queued behind the head: a short queue stays in one deque
             return
         tail.append(entry)
-        if len(tail) >= self.window:
+        if len(tail) >= self.spill_at:
             self.spill_tail()
 
     def push_front(self, entry: FrontierEntry) -> None:
@@ -185,6 +202,7 @@ class DiskQueue:
             log.consumed(ref)
             self.head = deque(entries)
             return
+        self.spill_at = self.window  # nothing left on disk: start small again
         if self.tail:
             self.head = deque(self.tail)
             self.tail = []
@@ -197,6 +215,8 @@ class DiskQueue:
             self.head = deque(tail)  # nothing in between: no need to go through the disk
         else:
             self.blocks.append(self._write(tail))
+            if self.spill_at < self.max_block:
+                self.spill_at = min(2 * self.spill_at, self.max_block)
         self.tail = []
 
     def spill_all(self) -> None:
@@ -236,6 +256,7 @@ class DiskQueue:
         self.head = deque()
         self.tail = []
         self.size = 0
+        self.spill_at = self.window
         self.close()
         return dropped
 

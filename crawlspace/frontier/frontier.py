@@ -37,6 +37,7 @@ from crawlspace.urls import host_of
 
 __all__ = ["Frontier", "FrontierEntry", "FrontierError", "FrontierStats", "Lease"]
 
+BACK_BLOCK_GROWTH = 8  # a long back queue spills blocks of up to 8 x back_window URLs
 PRUNE_FLOOR = 4096  # host rows kept before the first sweep
 
 _heappush = heapq.heappush
@@ -105,6 +106,7 @@ class Frontier:
         self._on_activate = on_activate
         self._max_back = back_queues
         self._back_window = back_window
+        self._back_max_block = BACK_BLOCK_GROWTH * back_window
         self._back_file_bytes = back_file_bytes
         self._refill_budget = refill_budget
         self._host_limit = self.politeness.max_conn_per_host
@@ -247,7 +249,11 @@ class Frontier:
 
     def _activate(self, host: HostState, entry: FrontierEntry, now: float) -> None:
         spare = self._spare_queues
-        queue = spare.pop() if spare else DiskQueue(self._log, self._back_window, self._back_file_bytes)
+        queue = (
+            spare.pop()
+            if spare
+            else DiskQueue(self._log, self._back_window, self._back_file_bytes, self._back_max_block)
+        )
         queue.push(entry)
         host.queue = queue
         host.status = ACTIVE
@@ -816,7 +822,7 @@ class Frontier:
             host.address = saved.address
             host.address_known = saved.address_known
             if saved.queue is not None and host.status in (ACTIVE, PARKED):
-                back = host.queue = DiskQueue(log, self._back_window, self._back_file_bytes)
+                back = host.queue = DiskQueue(log, self._back_window, self._back_file_bytes, self._back_max_block)
                 _fill_queue(back, saved.queue)
                 refs.extend(saved.queue.blocks)
                 for entry in reversed(saved.leased):
@@ -900,7 +906,7 @@ class Frontier:
                     parked += 1
                     assert host.park_seq and not host.heap_seq, f"{host!r} parked without a parked-heap entry"
                     # URLs reaching a parked host wait in its tail until a block's worth is there
-                    bound = queue.window + self._host_limit
+                    bound = queue.max_block + self._host_limit
                     assert queue.in_memory() <= bound, f"parked {name} keeps {queue.in_memory()} URLs in memory"
             else:
                 assert queue is None, f"{host!r} keeps a back queue"

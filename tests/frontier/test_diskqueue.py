@@ -63,6 +63,20 @@ def test_long_queue_keeps_a_bounded_window_in_memory() -> None:
     assert drain(queue) == entries(5000)
 
 
+def test_a_long_queue_writes_growing_blocks_within_its_bound() -> None:
+    queue = DiskQueue(SegmentLog(MemoryStore()), 4, file_bytes=1 << 16, max_block=32)
+    peak = 0
+    for item in entries(10_000):
+        queue.push(item)
+        peak = max(peak, queue.in_memory())
+    assert peak <= 64
+    assert len(queue.blocks) < 10_000 / 30, "block references stay few: blocks grew to max_block"
+    assert drain(queue) == entries(10_000)
+    for item in entries(3):  # emptied: short again, in memory
+        queue.push(item)
+    assert queue.spill_at == 4 and not queue.blocks
+
+
 def test_consumed_files_are_deleted_and_blocks_are_compressed() -> None:
     store = MemoryStore()
     log = SegmentLog(store)
