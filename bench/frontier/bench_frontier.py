@@ -46,21 +46,25 @@ BATCH = 100
 SINGLE_ADDS = 200_000
 
 
-def url_batches(n: int, hosts: int, seed: int) -> Any:
-    """Batches of FrontierEntry; generated lazily so the benchmark itself holds no URL list."""
+def url_batches(n: int, hosts: int, seed: int, workload: str) -> Any:
+    """Batches of FrontierEntry; generated lazily so the benchmark itself holds no URL list.
+
+    uniform: every URL's host drawn at random. clustered: runs of one host (geometric, mean 20),
+    as a breadth-first crawl discovers them (most links stay on their site): back queues then
+    absorb long runs and spill to disk."""
     rng = random.Random(seed)
     randrange = rng.randrange
     made = 0
+    host = randrange(hosts)
     while made < n:
         size = min(BATCH, n - made)
-        yield [
-            FrontierEntry(
-                f"http://www.site{randrange(hosts)}.example.com/section/{i}/page-{randrange(1_000_000)}.html",
-                1,
-                0,
-            )
-            for i in range(made, made + size)
-        ]
+        batch = []
+        for i in range(made, made + size):
+            if workload == "uniform" or rng.random() < 0.05:
+                host = randrange(hosts)
+            url = f"http://www.site{host}.example.com/section/{i}/page-{randrange(1_000_000)}.html"
+            batch.append(FrontierEntry(url, 1, 0))
+        yield batch
         made += size
 
 
@@ -84,7 +88,9 @@ class FakeClock:
         self.read = functools.partial(getattr, self, "now")
 
 
-def run_frontier(n: int, hosts: int, back_queues: int, per_ip: bool, workdir: Path) -> dict[str, Any]:
+def run_frontier(
+    n: int, hosts: int, back_queues: int, per_ip: bool, workdir: Path, workload: str = "uniform"
+) -> dict[str, Any]:
     clock = FakeClock()
     holder: list[Frontier] = []
     addresses = [f"10.{i // 256}.{i % 256}.1" for i in range(hosts // 2)]
@@ -105,7 +111,7 @@ def run_frontier(n: int, hosts: int, back_queues: int, per_ip: bool, workdir: Pa
     add_time = single_time = 0.0
     single = 0
     perf = time.process_time  # CPU seconds: robust on a shared machine (see the README)
-    for batch in url_batches(n, hosts, seed=1):
+    for batch in url_batches(n, hosts, seed=1, workload=workload):
         url_bytes += sum(len(entry.url) for entry in batch)
         if single < SINGLE_ADDS:
             started = perf()
@@ -156,14 +162,14 @@ def run_frontier(n: int, hosts: int, back_queues: int, per_ip: bool, workdir: Pa
     }
 
 
-def run_baseline(n: int, hosts: int) -> dict[str, Any]:
+def run_baseline(n: int, hosts: int, workload: str = "uniform") -> dict[str, Any]:
     heap: list[tuple[int, int, FrontierEntry]] = []
     push, pop = heapq.heappush, heapq.heappop
     perf = time.process_time  # CPU seconds: robust on a shared machine (see the README)
     add_time = 0.0
     seq = 0
     url_bytes = 0
-    for batch in url_batches(n, hosts, seed=1):
+    for batch in url_batches(n, hosts, seed=1, workload=workload):
         url_bytes += sum(len(entry.url) for entry in batch)
         started = perf()
         for entry in batch:
@@ -194,9 +200,9 @@ def worker(args: argparse.Namespace) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-frontier-", dir=args.tmp))
     try:
         if args.worker == "frontier":
-            result = run_frontier(args.urls, args.hosts, args.back_queues, args.per_ip, workdir)
+            result = run_frontier(args.urls, args.hosts, args.back_queues, args.per_ip, workdir, args.workload)
         else:
-            result = run_baseline(args.urls, args.hosts)
+            result = run_baseline(args.urls, args.hosts, args.workload)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(json.dumps(result))
@@ -208,6 +214,7 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=100_000)
     parser.add_argument("--back-queues", type=int, default=768, help="B (3 x 256 concurrent fetches)")
     parser.add_argument("--per-ip", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--workload", choices=["uniform", "clustered"], default="uniform")
     parser.add_argument("--tmp", default=None, help="directory for the frontier's files (default: system temp)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "frontier.json")
     parser.add_argument("--worker", choices=["frontier", "baseline"], help=argparse.SUPPRESS)
@@ -231,6 +238,8 @@ def main() -> None:
                 "--back-queues",
                 str(args.back_queues),
                 "--per-ip" if args.per_ip else "--no-per-ip",
+                "--workload",
+                args.workload,
             ]
             if args.tmp:
                 command += ["--tmp", args.tmp]
@@ -242,15 +251,21 @@ def main() -> None:
             results.append(result)
             print(f"{kind:9} {size:>11,} URLs done in {result['wall_s']:.0f} s", file=sys.stderr)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps({"hosts": args.hosts, "back_queues": args.back_queues, "results": results}, indent=2)
-    )
+    summary = {
+        "workload": args.workload,
+        "hosts": args.hosts,
+        "back_queues": args.back_queues,
+        "per_ip": args.per_ip,
+        "results": results,
+    }
+    args.out.write_text(json.dumps(summary, indent=2))
     print(report(results, args))
 
 
 def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
     lines = [
-        f"hosts {args.hosts:,}, B = {args.back_queues}, per-IP {'on' if args.per_ip else 'off'}, "
+        f"{args.workload} workload, hosts {args.hosts:,}, B = {args.back_queues}, "
+        f"per-IP {'on' if args.per_ip else 'off'}, "
         f"Python {sys.version.split()[0]}; rates per CPU second",
         "",
         "| URLs | implementation | add_many/s | add/s | acquire+release/s | peak RSS MB | disk B/URL "
