@@ -508,8 +508,8 @@ class Frontier:
         `crawl_delay`: the host's robots.txt Crawl-delay. `retry_after`: a 429/503 Retry-After in
         seconds. `contacted=False`: no request reached the host (robots exclusion, DNS failure),
         so no politeness gap is added. `error=True`: the fetch failed in a way that reflects on
-        the host (connection errors, timeouts, 5xx, 429); repeated errors back off, park and
-        finally give the host up.
+        the host rather than the URL (connection errors, timeouts, DNS, 429, 503); repeated errors
+        back off, park and finally give the host up.
         """
         if self._leases.get(lease.number) is not lease:
             raise FrontierError(f"{lease!r} is not outstanding (released twice, or from another frontier)")
@@ -576,6 +576,8 @@ class Frontier:
     def _failed(self, host: HostState, now: float) -> None:
         politeness = self.politeness
         self.stats.host_errors += 1
+        if host.status == GIVEN_UP:
+            return  # a lease that was out when the host was given up
         host.failures += 1
         if host.failures >= politeness.park_after_errors:
             host.failures = 0
@@ -607,10 +609,7 @@ class Frontier:
             self._parked_count -= 1
             host.park_seq = 0
         host.status = GIVEN_UP
-        group = host.group
-        if host.heap_seq and group is not None:
-            host.heap_seq = 0
-            self._schedule(group)
+        self._leave_group(host, self._clock())  # leases still out keep their own group
         self._awaiting.pop(host.name, None)
         dropped = host.queue.discard() if host.queue is not None else 0
         host.queue = None

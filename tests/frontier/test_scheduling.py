@@ -399,3 +399,17 @@ def test_gauges(clock: FakeClock) -> None:
     assert gauges["frontier"] == 2 and gauges["in_flight"] == 1 and gauges["active_hosts"] == 1
     assert gauges["front_queues"] == [2]  # a.test/1 and b.test/0: B = 1
     assert "a.test" in repr(frontier.host_info("a.test"))
+
+
+def test_a_lease_out_when_its_host_is_given_up_is_counted_once(clock: FakeClock) -> None:
+    politeness = Politeness(min_delay=0.0, delay_factor=0.0, park_after_errors=1, give_up_after_parks=0)
+    frontier = Frontier(politeness, clock=clock)
+    frontier.add_many(urls("a.test", 3))
+    lease = frontier.acquire()
+    assert lease is not None
+    assert frontier.give_up("a.test", "guard-refused") == 2
+    frontier.release(lease, 0.0, error=True, put_back=lease.entry)
+    assert frontier.stats.hosts_given_up == 1
+    assert frontier.stats.urls_given_up == 3
+    assert len(frontier) == 0 and frontier.in_flight == 0
+    frontier.check_invariants()
