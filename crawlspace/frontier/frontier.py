@@ -134,8 +134,9 @@ class Frontier:
         self._leases: dict[int, Lease] = {}  # out, by number, in the order handed out
         self._lease_number = 0
         self._prune_at = PRUNE_FLOOR
+        self._lost_before = 0  # urls_lost of the runs before the last reopen
         self._closed = False
-        self.stats = FrontierStats()
+        self._stats = FrontierStats()
         self.given_up_reasons: Counter[str] = Counter()
         saved = self._store.read_state()
         if saved is not None:
@@ -186,7 +187,7 @@ class Frontier:
     def _level(self, entry: FrontierEntry) -> int:
         level = self.prioritizer.priority(entry)
         if type(level) is not int or not 0 <= level < self._levels:
-            self.stats.priorities_clamped += 1
+            self._stats.priorities_clamped += 1
             try:
                 level = min(max(int(level), 0), self._levels - 1)
             except (TypeError, ValueError):
@@ -234,7 +235,7 @@ class Frontier:
                 self._activate(host, entry, now)
             elif status == GIVEN_UP:
                 self._queued -= 1
-                self.stats.urls_given_up += 1
+                self._stats.urls_given_up += 1
             else:
                 queue = host.queue
                 assert queue is not None, f"{name}: {status} without a back queue"
@@ -258,7 +259,7 @@ class Frontier:
         host.queue = queue
         host.status = ACTIVE
         self._active += 1
-        self.stats.hosts_activated += 1
+        self._stats.hosts_activated += 1
         if host.group is None:
             if not self._per_ip or host.address_known:
                 self._join_group(host)
@@ -335,7 +336,7 @@ class Frontier:
         """The host gives up its back queue (its URLs go to disk) until its contact time."""
         assert host.status == ACTIVE and host.queue is not None
         if not host.failures and not host.parks:
-            self.stats.hosts_snoozed += 1  # not for errors: a long Crawl-delay or Retry-After
+            self._stats.hosts_snoozed += 1  # not for errors: a long Crawl-delay or Retry-After
         host.status = PARKED
         self._active -= 1
         self._parked_count += 1
@@ -567,7 +568,7 @@ class Frontier:
     def _put_back(self, host: HostState, entry: FrontierEntry) -> None:
         assert host_of(entry.url) == host.name, f"put back {entry.url} into the back queue of {host.name}"
         if host.status == GIVEN_UP:
-            self.stats.urls_given_up += 1
+            self._stats.urls_given_up += 1
             return
         assert host.queue is not None
         host.queue.push_front(entry)
@@ -575,7 +576,7 @@ class Frontier:
 
     def _failed(self, host: HostState, now: float) -> None:
         politeness = self.politeness
-        self.stats.host_errors += 1
+        self._stats.host_errors += 1
         if host.status == GIVEN_UP:
             return  # a lease that was out when the host was given up
         host.failures += 1
@@ -585,7 +586,7 @@ class Frontier:
             if host.parks > politeness.give_up_after_parks:
                 self._give_up(host, "errors")
                 return
-            self.stats.hosts_parked += 1
+            self._stats.hosts_parked += 1
             until = now + politeness.park_time(host.parks)
         else:
             until = now + politeness.error_backoff(host.failures)
@@ -614,8 +615,8 @@ class Frontier:
         dropped = host.queue.discard() if host.queue is not None else 0
         host.queue = None
         self._queued -= dropped
-        self.stats.hosts_given_up += 1
-        self.stats.urls_given_up += dropped
+        self._stats.hosts_given_up += 1
+        self._stats.urls_given_up += dropped
         self.given_up_reasons[reason] += 1
         if self._active < self._max_back:
             self._refill(self._clock())
@@ -642,7 +643,12 @@ class Frontier:
             self._offer(state)
 
     def _sync_lost(self) -> None:
-        self.stats.urls_lost = self._log.lost_entries
+        self._stats.urls_lost = self._lost_before + self._log.lost_entries
+
+    @property
+    def stats(self) -> FrontierStats:
+        self._sync_lost()
+        return self._stats
 
     # -- gauges ------------------------------------------------------------------------------
 
@@ -776,7 +782,7 @@ class Frontier:
             front=[queue_record(queue) for queue in self._front.queues],
             hosts=hosts,
             groups=groups,
-            stats=self.stats.to_dict(),
+            stats=self._stats.to_dict(),
             given_up_reasons=dict(self.given_up_reasons),
         )
 
@@ -795,8 +801,9 @@ class Frontier:
         except (TypeError, ValueError) as exc:
             raise FrontierStateError(f"frontier checkpoint has a bad RNG state: {exc}") from None
         for field_name, value in record.stats.items():
-            if hasattr(self.stats, field_name):
-                setattr(self.stats, field_name, value)
+            if hasattr(self._stats, field_name):
+                setattr(self._stats, field_name, value)
+        self._lost_before = self._stats.urls_lost
         self.given_up_reasons.update(record.given_up_reasons)
         refs: list[BlockRef] = []
         for queue, saved_queue in zip(self._front.queues, record.front, strict=True):
@@ -828,7 +835,7 @@ class Frontier:
                     back.push_front(entry)
                 self._queued += back.size
             elif saved.leased:
-                self.stats.urls_given_up += len(saved.leased)
+                self._stats.urls_given_up += len(saved.leased)
             if saved.leased:
                 host.t_e = max(host.t_e, now + self.politeness.min_delay)  # a request may have been under way
             if host.status == ACTIVE:

@@ -229,3 +229,30 @@ def test_everything_consumed_leaves_no_segments(tmp_path: Path, clock: FakeClock
     frontier.checkpoint()
     assert len(frontier._store.file_ids()) <= 1, "only the front queue's open segment may remain"
     frontier.close()
+
+
+def test_a_corrupt_segment_loses_only_its_block_and_is_counted(tmp_path: Path, clock: FakeClock) -> None:
+    politeness = Politeness(min_delay=0.0, delay_factor=0.0)
+    frontier = Frontier.open(tmp_path, politeness, clock=clock, front_window=100, back_queues=1)
+    frontier.add_many(FrontierEntry(f"http://h{i % 3}.test/{i}") for i in range(1000))
+    frontier.close()
+    segment = sorted((tmp_path / "segments").rglob("*.seg"))[0]
+    damaged = bytearray(segment.read_bytes())
+    damaged[40] ^= 0xFF  # inside the first block
+    segment.write_bytes(bytes(damaged))
+    reopened = Frontier.open(tmp_path, politeness, clock=clock, front_window=100, back_queues=1)
+    handed = 0
+    while len(reopened):
+        lease = reopened.acquire()
+        if lease is None:
+            assert len(reopened) == 0
+            break
+        handed += 1
+        reopened.release(lease, 0.0)
+    lost = reopened.stats.urls_lost
+    assert lost == 100, "exactly the damaged block's URLs are lost"
+    assert handed + lost == 1000
+    reopened.close()
+    again = Frontier.open(tmp_path, politeness, clock=clock, front_window=100, back_queues=1)
+    assert again.stats.urls_lost == 100, "the loss stays on record across a reopen"
+    again.close()
