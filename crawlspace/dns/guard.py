@@ -67,8 +67,8 @@ def _classify(ip: IPAddress) -> str | None:
         ("unspecified", ip.is_unspecified),
         ("link-local", ip.is_link_local),
         ("multicast", ip.is_multicast),
-        ("private", ip.is_private),
         ("reserved", ip.is_reserved),
+        ("private", ip.is_private),
     ):
         if flag:
             return reason
@@ -103,7 +103,9 @@ class AddressGuard:
         if self.allow_private or self._allowed(ip):
             return None
         reason = _classify(ip)
-        inner = _embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else None
+        if not isinstance(ip, ipaddress.IPv6Address):
+            return reason
+        inner = _embedded_ipv4(ip)
         if inner is None:
             return reason
         # The packets end up at the IPv4 address: that is what must be public.

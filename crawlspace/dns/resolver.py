@@ -22,7 +22,6 @@ that the fetch finds the answer in the cache. Lookups of one name in flight at o
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 import time
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
     from crawlspace.config import CrawlConfig
 
 SYSTEM_HOSTS_FILE = "/etc/hosts"
+CHANNEL_RESET_INTERVAL = 30.0
 log = logging.getLogger(__name__)
 
 # c-ares error codes after which asking again will not help (until the negative TTL expires).
@@ -168,7 +168,7 @@ class Resolver:
         self._nameservers = list(nameservers)
         self._cache: dict[str, _Answer] = {}
         self._pending: dict[str, asyncio.Future[tuple[str, ...]]] = {}
-        self._prefetching: set[asyncio.Task[None]] = set()
+        self._lookup_tasks: set[asyncio.Task[None]] = set()
         self._min_ttl, self._max_ttl, self._negative_ttl = min_ttl, max_ttl, negative_ttl
         self._timeout, self._tries = timeout, tries
         self._backoff = backoff or Backoff()
@@ -177,6 +177,7 @@ class Resolver:
         self._clock = clock
         self._on_unresolvable = on_unresolvable
         self._dns: aiodns.DNSResolver | None = None
+        self._last_reset = float("-inf")
         # statistics (stats.json "dns")
         self.lookups = 0  # queries sent to DNS (each may be several packets: A and AAAA)
         self.hits = 0  # answered from the cache, or by joining a lookup already in flight
@@ -185,6 +186,7 @@ class Resolver:
         self.failures = 0  # lookups that failed, temporarily or definitively
         self.retries = 0  # lookups after a temporary failure
         self.prefetches = 0  # lookups started by prefetch
+        self.channel_resets = 0  # c-ares channels replaced because no server could be reached
         self.unresolvable: dict[str, str] = {}  # host -> reason, each reported once
 
     @classmethod
@@ -255,14 +257,15 @@ class Resolver:
             return answer
         pending = self._pending.get(name)
         if pending is not None:
-            self.hits += 1
-            return (await asyncio.shield(pending))[0]
-        return (await self._start_lookup(name))[0]
+            self.hits += 1  # joined a lookup already on its way (often a prefetch)
+        else:
+            pending = self._begin(name)
+        # shielded: a cancelled fetch must not cancel a lookup others wait on
+        return (await asyncio.shield(pending))[0]
 
     def prefetch(self, host: str) -> None:
-        """Resolve `host` in the background if its answer is not already cached or on its way.
-
-        Cheap when there is nothing to do; never raises. Needs a running event loop."""
+        """Resolve `host` (a name or an authority) in the background unless its answer is cached
+        or on its way. Cheap when there is nothing to do; never raises. Needs a running loop."""
         name = hostname_of_authority(host)
         if name in self._static or name in self._pending or is_ip_literal(name):
             return
@@ -274,35 +277,36 @@ class Resolver:
             or (entry.failed and entry.retry_at is None and entry.expires > now)
         ):
             return
-        if len(self._prefetching) >= self._max_prefetch:
-            return
+        if len(self._pending) >= self._max_prefetch:
+            return  # DNS is the bottleneck already: the fetch will resolve for itself
         self.prefetches += 1
-        task = asyncio.get_running_loop().create_task(self._prefetch(name))
-        self._prefetching.add(task)
-        task.add_done_callback(self._prefetching.discard)
+        self._begin(name)
 
-    async def _prefetch(self, name: str) -> None:
-        with contextlib.suppress(DNSFailure):
-            await self._start_lookup(name)
-
-    async def _start_lookup(self, name: str) -> tuple[str, ...]:
-        future: asyncio.Future[tuple[str, ...]] = asyncio.get_running_loop().create_future()
+    def _begin(self, name: str) -> asyncio.Future[tuple[str, ...]]:
+        """Start the one lookup of `name`; its future is registered before this returns."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[tuple[str, ...]] = loop.create_future()
         self._pending[name] = future
+        task = loop.create_task(self._complete(name, future))
+        self._lookup_tasks.add(task)
+        task.add_done_callback(self._lookup_tasks.discard)
+        return future
+
+    async def _complete(self, name: str, future: asyncio.Future[tuple[str, ...]]) -> None:
         try:
             addresses = await self._lookup(name)
         except DNSFailure as exc:
             future.set_exception(exc)
-            future.exception()  # retrieved: waiters get it through shield
-            raise
-        except BaseException as exc:  # cancelled: waiters must not hang
-            future.set_exception(DNSFailure(name, f"lookup abandoned ({type(exc).__name__})", self._clock()))
+            future.exception()  # retrieved: nobody may be waiting (a prefetch)
+        except BaseException:
+            future.set_exception(DNSFailure(name, "lookup abandoned", self._clock()))
             future.exception()
             raise
         else:
             future.set_result(addresses)
-            return addresses
         finally:
-            del self._pending[name]
+            if self._pending.get(name) is future:
+                del self._pending[name]
 
     def _channel(self) -> aiodns.DNSResolver:
         if self._dns is None:
@@ -324,7 +328,16 @@ class Resolver:
             self.retries += 1
         self.lookups += 1
         try:
-            result = await self._channel().getaddrinfo(name, family=socket.AF_UNSPEC, type=socket.SOCK_STREAM)
+            channel = self._channel()
+            try:
+                result = await channel.getaddrinfo(name, family=socket.AF_UNSPEC, type=socket.SOCK_STREAM)
+            except aiodns.error.DNSError as exc:
+                if not exc.args or exc.args[0] != aiodns.error.ARES_ECONNREFUSED or not self._may_reset(channel):
+                    raise
+                # c-ares found no server it could reach. Seen after a name server restart, and
+                # with a channel that came up broken (it then stays so): a fresh one recovers.
+                await self._reset_channel()
+                result = await self._channel().getaddrinfo(name, family=socket.AF_UNSPEC, type=socket.SOCK_STREAM)
         except aiodns.error.DNSError as exc:
             code = exc.args[0] if exc.args else None
             reason = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
@@ -338,6 +351,18 @@ class Resolver:
         self.unresolvable.pop(name, None)
         return addresses
 
+    def _may_reset(self, channel: aiodns.DNSResolver) -> bool:
+        """Replace a failing channel at most every CHANNEL_RESET_INTERVAL seconds (a name server that
+        is really down must not cost a new channel, and its thread, per lookup)."""
+        return channel is self._dns and self._clock() - self._last_reset >= CHANNEL_RESET_INTERVAL
+
+    async def _reset_channel(self) -> None:
+        self.channel_resets += 1
+        self._last_reset = self._clock()
+        if self._dns is not None:
+            channel, self._dns = self._dns, None
+            await channel.close()  # its other queries fail now, as temporary failures
+
     def _failed(self, name: str, reason: str, *, definitive: bool, attempts: int) -> DNSFailure:
         self.failures += 1
         now = self._clock()
@@ -350,8 +375,9 @@ class Resolver:
         self._store(name, _Answer((), now + self._negative_ttl, reason, attempts))
         if name not in self.unresolvable:
             self.unresolvable[name] = reason
-            log.warning("host %s cannot be resolved: %s; its URLs fail until %.0f s from now", name, reason,
-                        self._negative_ttl)
+            log.warning(
+                "host %s cannot be resolved: %s; its URLs fail until %.0f s from now", name, reason, self._negative_ttl
+            )
             if self._on_unresolvable is not None:
                 self._on_unresolvable(name, reason)
         return DNSFailure(name, reason)
@@ -374,10 +400,11 @@ class Resolver:
     # -- lifecycle and reporting ---------------------------------------------------------------
 
     async def close(self) -> None:
-        for task in list(self._prefetching):
+        tasks = list(self._lookup_tasks)
+        for task in tasks:
             task.cancel()
-        if self._prefetching:
-            await asyncio.gather(*self._prefetching, return_exceptions=True)
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
         if self._dns is not None:
             await self._dns.close()
             self._dns = None
@@ -393,6 +420,7 @@ class Resolver:
             "failures": self.failures,
             "retries": self.retries,
             "prefetches": self.prefetches,
+            "channel_resets": self.channel_resets,
             "hit_rate": round(answered / (answered + self.lookups), 4) if answered + self.lookups else 0.0,
             "cached_names": len(self._cache),
             "unresolvable_hosts": len(self.unresolvable),
@@ -401,6 +429,9 @@ class Resolver:
 
     def __len__(self) -> int:
         return len(self._cache)
+
+    def __bool__(self) -> bool:  # an empty cache is still a resolver
+        return True
 
     def __repr__(self) -> str:
         return (

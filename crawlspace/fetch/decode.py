@@ -14,7 +14,7 @@ compress legitimately well; a megabyte that came from ten kilobytes is a bomb).
 from __future__ import annotations
 
 import zlib
-from typing import Protocol
+from typing import IO, Protocol, cast
 
 import brotli
 import zstandard
@@ -37,6 +37,10 @@ class DecodeLimitExceeded(Exception):
 
 
 class _Stage(Protocol):
+    @property
+    def complete(self) -> bool:
+        """The coded stream has ended (a body that stops before is incomplete)."""
+
     def decompress(self, data: bytes, limit: int) -> bytes:
         """Output for `data`, at most `limit` + 1 bytes (one more than allowed signals overflow)."""
 
@@ -48,10 +52,15 @@ class _Zlib:
         self._gzip = encoding != "deflate"
         self._obj: zlib._Decompress | None = zlib.decompressobj(47) if self._gzip else None
         self._finished = False
+        self._head = b""
 
     def decompress(self, data: bytes, limit: int) -> bytes:
-        if self._obj is None:  # deflate: sniff the zlib header on the first bytes
-            zlib_header = len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+        if self._obj is None:  # deflate: sniff the zlib header in the first two bytes
+            data = self._head + data
+            if len(data) < 2:
+                self._head = data
+                return b""
+            zlib_header = data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
             self._obj = zlib.decompressobj(15 if zlib_header else -15)
         out: list[bytes] = []
         size = 0
@@ -75,10 +84,18 @@ class _Zlib:
                 data = obj.unconsumed_tail
         return b"".join(out)
 
+    @property
+    def complete(self) -> bool:
+        return self._finished
+
 
 class _Brotli:
     def __init__(self) -> None:
         self._obj = brotli.Decompressor()
+
+    @property
+    def complete(self) -> bool:
+        return bool(self._obj.is_finished())
 
     def decompress(self, data: bytes, limit: int) -> bytes:
         obj = self._obj
@@ -125,8 +142,12 @@ class _Zstd:
     def __init__(self) -> None:
         self._sink = _Sink()
         self._writer = zstandard.ZstdDecompressor(max_window_size=1 << 23).stream_writer(
-            self._sink, write_size=1 << 16
+            cast("IO[bytes]", self._sink), write_size=1 << 16
         )
+
+    @property
+    def complete(self) -> bool:
+        return True  # the stream writer does not tell; a cut frame yields what it held
 
     def decompress(self, data: bytes, limit: int) -> bytes:
         sink = self._sink
@@ -196,6 +217,12 @@ class BoundedDecoder:
         raise DecodeLimitExceeded(
             f"compression ratio exceeds {self.max_ratio:g} ({self.output_size} bytes from {self.input_size})"
         )
+
+    def finish(self) -> None:
+        """The body has ended: raise DecodeError if a coded stream stopped before its end."""
+        for stage in self._stages:
+            if not stage.complete:
+                raise DecodeError("coded stream ends before its end marker (truncated?)")
 
     def output(self) -> bytes:
         return b"".join(self._parts)

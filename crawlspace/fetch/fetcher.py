@@ -285,17 +285,14 @@ class Fetcher:
                 result.reason = resp.reason or ""
                 result.headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
                 result.request_headers = list(resp.request_info.headers.items())
-                transport = resp.connection.transport if resp.connection else None
-                peer = transport.get_extra_info("peername") if transport else None
-                if peer:
-                    result.address = peer[0]
+                result.address = _peer_address(resp)
                 result.outcome = Outcome.for_status(resp.status)
                 await self._read_body(resp, result, chunks)
         except DNSFailure as exc:
             result.outcome, result.error = Outcome.DNS_ERROR, str(exc)
         except GuardRefused as exc:
             result.outcome, result.error = Outcome.GUARD_REFUSED, str(exc)
-        except Exception as exc:  # noqa: BLE001 - everything a server can cause ends in an outcome
+        except Exception as exc:  # everything a server can cause ends in an outcome
             result.outcome, result.error = _classify(exc)
             if type(exc) is TimeoutError:  # aiohttp's socket timeouts are subclasses with their own text
                 result.error = f"total timeout of {self._timeout.total} s exceeded"
@@ -352,6 +349,11 @@ class Fetcher:
             if result.truncated:
                 break
         if decoder is not None:
+            if not result.truncated:
+                try:
+                    decoder.finish()
+                except DecodeError as exc:  # kept as decoded so far, as browsers render it
+                    result.decode_error = str(exc)
             result.decoded = decoder.output()
 
     def _count(self, result: FetchResult) -> None:
@@ -376,6 +378,15 @@ class Fetcher:
     def __repr__(self) -> str:
         state = "open" if self._session is not None else "closed"
         return f"<Fetcher {state} attempts={self.attempts} outcomes={dict(self.outcomes)}>"
+
+
+def _peer_address(response: aiohttp.ClientResponse) -> str | None:
+    """The IP address the response came from (WARC-IP-Address). A response whose body arrived with
+    its head has already given its connection back to the pool, so ask the protocol as well."""
+    protocol = response.connection.protocol if response.connection else getattr(response, "_protocol", None)
+    transport = getattr(protocol, "transport", None)
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    return str(peer[0]) if peer else None
 
 
 def _has_coding(result: FetchResult) -> bool:
@@ -414,7 +425,6 @@ def _classify(exc: BaseException) -> tuple[Outcome, str]:
     if isinstance(exc, aiohttp.InvalidURL | ValueError):
         return Outcome.NETWORK_ERROR, f"invalid URL: {exc}"
     return Outcome.NETWORK_ERROR, text
-
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

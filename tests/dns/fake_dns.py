@@ -81,9 +81,7 @@ class FakeDNS:
                 ip = ipaddress.ip_address(address)
                 if (ip.version == 4) != (qtype == QTYPE_A) or qtype not in (QTYPE_A, QTYPE_AAAA):
                     continue
-                answers.append(
-                    struct.pack("!HHHIH", 0xC00C, qtype, 1, behaviour.ttl, len(ip.packed)) + ip.packed
-                )
+                answers.append(struct.pack("!HHHIH", 0xC00C, qtype, 1, behaviour.ttl, len(ip.packed)) + ip.packed)
         reply_flags = 0x8000 | (flags & 0x7900) | 0x0400 | 0x0080 | rcode  # QR, opcode+RD, AA, RA
         header = struct.pack("!HHHHHH", query_id, reply_flags, 1, len(answers), 0, 0)
         return header + question + b"".join(answers)

@@ -19,6 +19,7 @@ CONNECT_TIMEOUT = 1.0
 READ_TIMEOUT = 1.5  # more than the slowloris server's 1 s between bytes
 TOTAL_TIMEOUT = 3.0
 MAX_BODY = 1 << 20
+NO_DNS_SERVER = "127.0.0.1:9"  # discard port: nothing listens, nothing leaves the machine
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +44,22 @@ def make_fetcher(**overrides: object) -> Fetcher:
         "limits": FetchLimits(max_body_bytes=MAX_BODY, max_decoded_bytes=MAX_BODY),
     }
     options.update(overrides)
-    resolver = options.pop("resolver", None) or Resolver(use_system_hosts=False)
-    guard = options.pop("guard", None) or AddressGuard(allow_networks=["127.0.0.0/8"])
+    resolver = options.pop("resolver", None)
+    if resolver is None:
+        resolver = offline_resolver()
+    guard = options.pop("guard", None)
+    if guard is None:
+        guard = AddressGuard(allow_networks=["127.0.0.0/8"])
     return Fetcher(resolver, guard, **options)  # type: ignore[arg-type]
+
+
+def offline_resolver(overrides: dict[str, str] | None = None, **options: object) -> Resolver:
+    """A resolver that can never send a query off this machine: names not mapped in `overrides` go to
+    a loopback port where nothing answers (tests that need DNS answers use tests.dns.fake_dns)."""
+    options.setdefault("nameservers", [NO_DNS_SERVER])
+    options.setdefault("timeout", 0.5)
+    options.setdefault("tries", 1)
+    return Resolver(overrides, use_system_hosts=False, **options)  # type: ignore[arg-type]
 
 
 @dataclass

@@ -68,7 +68,8 @@ def _bomb(encoding: str) -> bytes:
         for _ in range(blocks):
             crc, adler = zlib.crc32(block, crc), zlib.adler32(block, adler)
         if encoding == "gzip":
-            return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff" + stream + struct.pack("<II", crc, BOMB_SIZE & 0xFFFFFFFF)
+            header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+            return header + stream + struct.pack("<II", crc, BOMB_SIZE & 0xFFFFFFFF)
         return b"\x78\xda" + stream + struct.pack(">I", adler)
     if encoding == "br":
         compressor = brotli.Compressor(quality=5)
@@ -137,9 +138,7 @@ class HostileServer:
 
     async def _main(self) -> None:
         self._stopped = asyncio.Event()
-        server = await asyncio.start_server(
-            self._connection, self.host, self.port, backlog=128, ssl=self.ssl_context
-        )
+        server = await asyncio.start_server(self._connection, self.host, self.port, backlog=128, ssl=self.ssl_context)
         self.port = server.sockets[0].getsockname()[1]
         self._ready.set()
         await self._stopped.wait()
