@@ -85,12 +85,12 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         10 * 1024 * 1024
     )
     allow_networks: Annotated[
-        tuple[str, ...],
+        list[str],
         _doc("CIDR networks that may be fetched although not public (e.g. 10.1.0.0/16); narrower than allowing all."),
-    ] = ()
+    ] = []
     dns_servers: Annotated[
-        tuple[str, ...], _doc("Name servers to ask (IP or IP:port); empty: those of /etc/resolv.conf.")
-    ] = ()
+        list[str], _doc("Name servers to ask (IP or IP:port); empty: those of /etc/resolv.conf.")
+    ] = []
     dns_timeout: Annotated[float, _doc("Seconds to wait for one DNS answer before trying again.", gt=0)] = 5.0
     dns_min_ttl: Annotated[float, _doc("Least seconds a DNS answer is cached, whatever its TTL.", ge=0)] = 60.0
     dns_max_ttl: Annotated[float, _doc("Most seconds a DNS answer is cached, whatever its TTL.", gt=0)] = 86400.0
@@ -125,8 +125,8 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         float, _doc("Seconds the host rests before the first retry; doubled for each later one.", ge=0)
     ] = 30.0
     parse_content_types: Annotated[
-        tuple[str, ...], _doc("Media types parsed for links; other types are stored (status, type, size) only.")
-    ] = ("text/html", "application/xhtml+xml")
+        list[str], _doc("Media types parsed for links; other types are stored (status, type, size) only.")
+    ] = msgspec.field(default_factory=lambda: ["text/html", "application/xhtml+xml"])
 
     # robots.txt
     robots_ttl: Annotated[float, _doc("Seconds a fetched robots.txt stays valid in the per-host cache.", gt=0)] = (

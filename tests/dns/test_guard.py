@@ -85,7 +85,7 @@ def test_refusals_are_counted_and_reported_per_host() -> None:
 
 
 def test_from_config() -> None:
-    guard = AddressGuard.from_config(CrawlConfig(allow_networks=("192.168.0.0/16",)))
+    guard = AddressGuard.from_config(CrawlConfig(allow_networks=["192.168.0.0/16"]))
     assert guard.refusal_reason("192.168.3.4") is None
     assert guard.refusal_reason("10.0.0.1") == "private"
     assert AddressGuard.from_config(CrawlConfig(allow_private_addresses=True)).refusal_reason("::1") is None

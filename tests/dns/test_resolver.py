@@ -312,7 +312,7 @@ def test_stats_report_the_hit_rate(dns: FakeDNS) -> None:
 
 def test_from_config() -> None:
     config = CrawlConfig(
-        resolve={"a.test": "192.0.2.1"}, dns_servers=("127.0.0.1:9",), dns_min_ttl=5, dns_retry_attempts=3
+        resolve={"a.test": "192.0.2.1"}, dns_servers=["127.0.0.1:9"], dns_min_ttl=5, dns_retry_attempts=3
     )
     resolver = Resolver.from_config(config)
     assert resolver.cached("a.test") == "192.0.2.1"
