@@ -30,6 +30,7 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
 REPORTED_HOSTS = 100
+DECISION_CACHE_SIZE = 1 << 16
 
 
 class GuardRefused(Exception):
@@ -86,6 +87,7 @@ class AddressGuard:
             raise ValueError(f"allow_networks: {exc}") from None
         self.refusals: dict[str, Refusal] = {}  # host -> first refused address, reason and count
         self.refused = 0
+        self._decisions: dict[str, str | None] = {}  # address -> refusal reason: ipaddress is slow
 
     @classmethod
     def from_config(cls, config: CrawlConfig) -> AddressGuard:
@@ -119,7 +121,12 @@ class AddressGuard:
 
     def check(self, host: str, address: str) -> None:
         """Raise GuardRefused (and count it against `host`) unless `address` may be contacted."""
-        reason = self.refusal_reason(address)
+        try:
+            reason = self._decisions[address]
+        except KeyError:
+            if len(self._decisions) >= DECISION_CACHE_SIZE:
+                self._decisions.clear()
+            reason = self._decisions[address] = self.refusal_reason(address)
         if reason is None:
             return
         self.refused += 1

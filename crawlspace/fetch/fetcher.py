@@ -236,14 +236,13 @@ class Fetcher:
         await self.close()
 
     async def open(self) -> None:
-        ssl_context: ssl.SSLContext | bool = ssl.create_default_context() if self._verify_tls else False
         max_connections, per_host, keepalive = self._pool
         connector = aiohttp.TCPConnector(
             limit=max_connections,
             limit_per_host=per_host,
             resolver=_PinnedResolver(self._resolver, self._guard),
             use_dns_cache=False,
-            ssl=ssl_context,
+            ssl=self._verify_tls,  # True: aiohttp's verifying default context, built once at import
             keepalive_timeout=keepalive,
         )
         self._session = aiohttp.ClientSession(
