@@ -64,8 +64,11 @@ async def crawlspace_fetcher(urls: list[str], concurrency: int, per_host: int) -
     resolver = Resolver(use_system_hosts=False, nameservers=["127.0.0.1:9"])
     guard = AddressGuard(allow_networks=["127.0.0.0/8"])
     fetcher = Fetcher(
-        resolver, guard, user_agent="crawlspace-bench/1.0 (+https://example.org/bot)",
-        max_connections=concurrency, max_conn_per_host=per_host,
+        resolver,
+        guard,
+        user_agent="crawlspace-bench/1.0 (+https://example.org/bot)",
+        max_connections=concurrency,
+        max_conn_per_host=per_host,
     )
     async with fetcher:
 
@@ -102,9 +105,17 @@ def main() -> None:
 
     uvloop.install()
     server = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("server.py")), "--hosts", str(args.hosts),
-         "--page-bytes", str(args.page_bytes)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            str(Path(__file__).with_name("server.py")),
+            "--hosts",
+            str(args.hosts),
+            "--page-bytes",
+            str(args.page_bytes),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert server.stdout is not None
@@ -127,8 +138,10 @@ def main() -> None:
     }
     bare, ours = medians["bare aiohttp"], medians["crawlspace Fetcher"]
     ratio = ours["cpu_ms_per_fetch"] / bare["cpu_ms_per_fetch"]
-    print(f"{args.requests} fetches of {args.page_bytes} B pages per run, {args.hosts} hosts, "
-          f"concurrency {args.concurrency}, {args.per_host} connection(s) per host, median of {args.rounds} rounds")
+    print(
+        f"{args.requests} fetches of {args.page_bytes} B pages per run, {args.hosts} hosts, "
+        f"concurrency {args.concurrency}, {args.per_host} connection(s) per host, median of {args.rounds} rounds"
+    )
     print(f"{'client':<20} {'fetches/s':>10} {'CPU ms/fetch':>13}")
     for name, figures in medians.items():
         print(f"{name:<20} {figures['fetches_per_s']:>10.0f} {figures['cpu_ms_per_fetch']:>13.3f}")

@@ -279,6 +279,10 @@ class Resolver:
             return
         if len(self._pending) >= self._max_prefetch:
             return  # DNS is the bottleneck already: the fetch will resolve for itself
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # not crawling yet (seeds added before the loop runs)
         self.prefetches += 1
         self._begin(name)
 

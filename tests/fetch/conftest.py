@@ -24,7 +24,7 @@ NO_DNS_SERVER = "127.0.0.1:9"  # discard port: nothing listens, nothing leaves t
 
 @pytest.fixture(scope="module")
 def hostile() -> Iterator[HostileServer]:
-    with HostileServer("127.0.0.1") as server:
+    with HostileServer("127.0.0.1", prebuild_bombs=True) as server:
         yield server
 
 

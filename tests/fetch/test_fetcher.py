@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import socket
-import ssl
 from collections.abc import Iterator
 
 import pytest
@@ -176,10 +175,9 @@ def test_closed_port_is_connection_refused() -> None:
 @pytest.fixture(scope="module")
 def tls_server() -> Iterator[HostileServer]:
     """An HTTPS host whose certificate no trust store knows (signed by a throwaway CA)."""
-    authority = trustme.CA()
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("self-signed.test").configure_cert(context)
-    with HostileServer("127.0.0.7", ssl_context=context) as server:
+    certificate = trustme.CA().issue_cert("self-signed.test")
+    chain = b"".join(pem.bytes() for pem in certificate.cert_chain_pems)
+    with HostileServer("127.0.0.7", tls=(chain, certificate.private_key_pem.bytes())) as server:
         yield server
 
 

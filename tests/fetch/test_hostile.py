@@ -75,15 +75,14 @@ def test_100_mb_page_is_truncated_at_the_body_limit(hostile: HostileServer, good
 def test_compression_bombs_are_stopped_while_streaming(
     hostile: HostileServer, good: HostileServer, encoding: str
 ) -> None:
-    hostile.bomb(encoding)  # built before the clock starts
     result = run(hostile, good, f"/{encoding}-bomb")
     fetched = result.result
     assert fetched.outcome is Outcome.TOO_LARGE
     assert fetched.truncated == "length"
     assert "exceeds" in fetched.error
     assert fetched.decoded is not None and len(fetched.decoded) <= MAX_BODY
-    # reading stopped long before the whole bomb came in: the 1 GiB never materialized
-    assert len(fetched.body) < len(hostile.bomb(encoding)) or len(hostile.bomb(encoding)) < 64 * 1024
+    # the bomb would decode to 1 GiB; reading stopped after a few compressed chunks
+    assert len(fetched.body) < 512 * 1024
     assert result.elapsed < QUICK
     assert_other_crawl_went_on(result)
 
@@ -92,7 +91,6 @@ def test_compression_ratio_cap_stops_a_bomb_below_the_size_cap(hostile: HostileS
     from crawlspace.fetch.fetcher import FetchLimits
 
     limits = FetchLimits(max_body_bytes=MAX_BODY, max_decoded_bytes=64 * MAX_BODY, max_compression_ratio=50)
-    hostile.bomb("gzip")
     result = run(hostile, good, "/gzip-bomb", limits=limits)
     assert result.result.outcome is Outcome.TOO_LARGE
     assert "ratio" in result.result.error
