@@ -128,3 +128,25 @@ def test_hostile_hosts_do_not_stop_the_crawl(tmp_path: Path) -> None:
         fetch = stats["fetch"]
         assert sum(fetch["outcomes"].values()) == fetch["attempts"]
         assert fetch["truncated"]["length"] >= 4  # endless, huge and the bombs
+
+
+def test_cli_allow_network_and_network_sections_of_stats(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    with HostileServer("127.0.0.2", site_pages=5) as good, HostileServer("127.0.0.9") as internal:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text(f"http://good.test:{good.port}/site/0\nhttp://internal.test:{internal.port}/ok\n")
+        command = [
+            sys.executable, "-m", "crawlspace", "crawl", str(seeds), "--out", str(tmp_path / "out"),
+            "--resolve", "good.test=127.0.0.2", "--resolve", "internal.test=127.0.0.9",
+            "--allow-network", "127.0.0.2/32", "--min-delay", "0.05", "--no-progress",
+        ]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+        assert sorted(r.path for r in good.requests if r.path.startswith("/site/")) == [f"/site/{n}" for n in range(5)]
+        assert internal.connections == 0
+        assert stats["guard"]["hosts"]["internal.test"]["count"] >= 1
+        assert stats["dns"]["static_answers"] > 0 and stats["dns"]["lookups"] == 0
+        assert stats["fetch"]["attempts"] == sum(stats["fetch"]["outcomes"].values())
