@@ -297,8 +297,9 @@ class Fetcher:
                 result.error = f"total timeout of {self._timeout.total} s exceeded"
             if chunks and not result.truncated:
                 result.truncated = "time" if result.outcome is Outcome.TIMEOUT else "disconnect"
-            if result.outcome is Outcome.NETWORK_ERROR:
-                log.debug("fetch %s: unclassified %r", url, exc)
+            expected = aiohttp.ClientError | aiohttp.http_exceptions.HttpProcessingError | OSError | ValueError
+            if not isinstance(exc, expected):
+                log.warning("fetch %s: unexpected %s", url, type(exc).__name__, exc_info=exc)
         if chunks:
             result.body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
             if result.decoded is None and not result.decode_error and not _has_coding(result):
