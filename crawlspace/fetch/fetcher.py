@@ -271,22 +271,25 @@ class Fetcher:
         result = FetchResult(url=url, outcome=Outcome.NETWORK_ERROR, started=time.time())
         clock = time.monotonic()
         chunks: list[bytes] = []
-        headers = list(extra_headers)
-        if validators:
-            headers += validators.request_headers()
+        headers = None
+        if extra_headers or validators:
+            headers = dict(extra_headers)
+            headers.update(validators.request_headers() if validators else ())
         try:
             target = URL(url)
             host = target.raw_host or ""
-            if is_ip_literal(host):  # aiohttp connects to literals without asking the resolver
+            # aiohttp connects to IP literals without asking a resolver: check them here
+            if (host[:1].isdigit() or ":" in host) and is_ip_literal(host):
                 self._guard.check(host, host.strip("[]"))
-            async with session.get(target, allow_redirects=False, headers=dict(headers) if headers else None) as resp:
+            async with session.get(target, allow_redirects=False, headers=headers) as resp:
                 result.status = resp.status
                 result.reason = resp.reason or ""
                 result.headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
                 result.request_headers = list(resp.request_info.headers.items())
                 result.address = _peer_address(resp)
                 result.outcome = Outcome.for_status(resp.status)
-                await self._read_body(resp, result, chunks)
+                coding = (resp.headers.get("Content-Encoding") or "").strip().lower()
+                await self._read_body(resp, result, chunks, coding not in ("", "identity"))
         except DNSFailure as exc:
             result.outcome, result.error = Outcome.DNS_ERROR, str(exc)
         except GuardRefused as exc:
@@ -303,15 +306,17 @@ class Fetcher:
         if chunks:
             result.body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
             if result.decoded is None and not result.decode_error and not _has_coding(result):
-                result.decoded = result.body
+                result.decoded = result.body  # identity: the content is the body
         result.duration = time.monotonic() - clock
         self._count(result)
         return result
 
-    async def _read_body(self, response: aiohttp.ClientResponse, result: FetchResult, chunks: list[bytes]) -> None:
+    async def _read_body(
+        self, response: aiohttp.ClientResponse, result: FetchResult, chunks: list[bytes], coded: bool
+    ) -> None:
         limits = self.limits
         decoder: BoundedDecoder | None = None
-        if _has_coding(result):
+        if coded:
             try:
                 decoder = BoundedDecoder(
                     result.header("content-encoding"),
