@@ -119,11 +119,15 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         int, _doc("Longest status line or header field in bytes.", ge=1024, le=1 << 20)
     ] = 16 * 1024
     max_retries: Annotated[
-        int, _doc("Further attempts at a URL after a transient failure (timeout, reset, 429, 5xx).", ge=0, le=20)
+        int, _doc("Further attempts at a URL after a transient failure (timeout, reset, Retry-After).", ge=0, le=20)
     ] = 3
     retry_delay: Annotated[
         float, _doc("Seconds the host rests before the first retry; doubled for each later one.", ge=0)
     ] = 30.0
+    retry_statuses: Annotated[
+        list[int],
+        _doc("HTTP statuses retried like network failures (e.g. [500, 502, 504]); 429/503 with Retry-After always."),
+    ] = []
     parse_content_types: Annotated[
         list[str], _doc("Media types parsed for links; other types are stored (status, type, size) only.")
     ] = msgspec.field(default_factory=lambda: ["text/html", "application/xhtml+xml"])

@@ -78,7 +78,9 @@ class CrawlEngine:
         self.url_filter = UrlFilter(max_depth=config.max_depth, max_redirects=config.max_redirects)
         self.resolver = Resolver.from_config(config)
         self.guard = AddressGuard.from_config(config)
-        self.retry = RetryPolicy(max_retries=config.max_retries, initial_delay=config.retry_delay)
+        self.retry = RetryPolicy(
+            max_retries=config.max_retries, initial_delay=config.retry_delay, statuses=frozenset(config.retry_statuses)
+        )
         self._attempts: dict[str, int] = {}  # URL -> failed attempts, while a retry is pending
         self._parsed_types = frozenset(config.parse_content_types) | {""}  # no Content-Type: sniffed as HTML
         self.warc = WarcWriter(self.out_dir / "warc", max_file_bytes=config.warc_max_bytes)

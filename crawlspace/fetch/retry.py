@@ -6,9 +6,11 @@ pushed back by `delay` (the frontier's `release(put_back=..., retry_after=...)`)
 never held, politeness still holds (a retry is just another contact with the host), and the
 number of attempts per URL is bounded.
 
-429 and 503 carry the server's Retry-After, which is honoured for the whole host even when the
-URL itself is not retried. Other transient failures (timeouts, resets, refused connections,
-408, 500, 502, 504) back off exponentially from `initial_delay`.
+429 and 503 carry the server's Retry-After, which is honoured for the whole host; with it, the
+URL is retried after that rest (the server invited it). Network failures (timeouts, resets,
+refused connections) back off exponentially from `initial_delay`. Other statuses are answers, not
+failures, and are not retried unless configured (`statuses`, e.g. 500, 502, 504; Scrapy retries
+those, Heritrix does not): a 500 that is a property of the page would only be fetched again.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from dataclasses import dataclass
 
 from crawlspace.fetch.fetcher import FetchResult
 
-RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 SLOW_DOWN_STATUSES = frozenset({429, 503})
 
 
@@ -33,7 +34,7 @@ class RetryPolicy:
     max_retries: int = 3
     initial_delay: float = 30.0
     max_delay: float = 3600.0
-    statuses: frozenset[int] = RETRY_STATUSES
+    statuses: frozenset[int] = frozenset()  # retried like network failures
 
     def backoff(self, attempts: int) -> float:
         """Rest after the `attempts`-th failed attempt: initial, 2x, 4x, ... capped at max_delay."""
@@ -46,7 +47,8 @@ class RetryPolicy:
             retry_after = result.retry_after()
             if retry_after is not None:
                 retry_after = min(retry_after, self.max_delay)
-        transient = result.outcome.is_transient or result.status in self.statuses
+        invited = retry_after is not None
+        transient = result.outcome.is_transient or result.status in self.statuses or invited
         if not transient:
             return RetryDecision(False, retry_after)
         reason = str(result.status or result.outcome)

@@ -14,7 +14,7 @@ def result(outcome: Outcome, status: int = 0, retry_after: str | None = None) ->
     return FetchResult("http://x.test/", outcome, status, headers=headers)
 
 
-POLICY = RetryPolicy(max_retries=3, initial_delay=10.0, max_delay=600.0)
+POLICY = RetryPolicy(max_retries=3, initial_delay=10.0, max_delay=600.0, statuses=frozenset({500, 502, 408}))
 
 
 @pytest.mark.parametrize(
@@ -23,7 +23,7 @@ POLICY = RetryPolicy(max_retries=3, initial_delay=10.0, max_delay=600.0)
         result(Outcome.TIMEOUT),
         result(Outcome.CONNECTION_RESET),
         result(Outcome.CONNECTION_REFUSED),
-        result(Outcome.SERVER_ERROR, 500),
+        result(Outcome.SERVER_ERROR, 500),  # configured
         result(Outcome.SERVER_ERROR, 502),
         result(Outcome.CLIENT_ERROR, 408),
         result(Outcome.TIMEOUT, 200),  # the body timed out after the head came
@@ -34,6 +34,13 @@ def test_transient_failures_are_retried_with_doubling_rests(failed: FetchResult)
     assert [d.retry for d in decisions] == [True, True, True, False]
     assert [d.delay for d in decisions[:3]] == [10.0, 20.0, 40.0]
     assert "gave up after 4 attempts" in decisions[3].reason
+
+
+def test_statuses_are_answers_unless_configured() -> None:
+    default = RetryPolicy()
+    for status in (500, 502, 503, 504, 429):
+        outcome = Outcome.SERVER_ERROR if status >= 500 else Outcome.CLIENT_ERROR
+        assert not default.decide(result(outcome, status), 1).retry, status
 
 
 @pytest.mark.parametrize(
@@ -48,6 +55,7 @@ def test_transient_failures_are_retried_with_doubling_rests(failed: FetchResult)
         result(Outcome.TLS_ERROR),
         result(Outcome.GUARD_REFUSED),
         result(Outcome.DNS_ERROR),  # DNS has its own backoff in the resolver
+        result(Outcome.SERVER_ERROR, 504),  # not configured
     ],
 )
 def test_permanent_outcomes_are_not_retried(final: FetchResult) -> None:
