@@ -115,9 +115,9 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         float, _doc("Decoded-to-encoded size ratio beyond which a body (over 1 MiB decoded) is a bomb.", ge=2)
     ] = 100.0
     max_response_headers: Annotated[int, _doc("Most header fields a response may have.", ge=16, le=100_000)] = 256
-    max_header_bytes: Annotated[
-        int, _doc("Longest status line or header field in bytes.", ge=1024, le=1 << 20)
-    ] = 16 * 1024
+    max_header_bytes: Annotated[int, _doc("Longest status line or header field in bytes.", ge=1024, le=1 << 20)] = (
+        16 * 1024
+    )
     max_retries: Annotated[
         int, _doc("Further attempts at a URL after a transient failure (timeout, reset, Retry-After).", ge=0, le=20)
     ] = 3
