@@ -25,6 +25,7 @@ import asyncio
 import logging
 import socket
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,6 +185,7 @@ class Resolver:
         self.negative_hits = 0  # failures answered from the cache (negative or in backoff)
         self.static_answers = 0  # answered by --resolve or a hosts file
         self.failures = 0  # lookups that failed, temporarily or definitively
+        self.failure_reasons: Counter[str] = Counter()
         self.retries = 0  # lookups after a temporary failure
         self.prefetches = 0  # lookups started by prefetch
         self.channel_resets = 0  # c-ares channels replaced because no server could be reached
@@ -336,11 +338,16 @@ class Resolver:
             try:
                 result = await channel.getaddrinfo(name, family=socket.AF_UNSPEC, type=socket.SOCK_STREAM)
             except aiodns.error.DNSError as exc:
-                if not exc.args or exc.args[0] != aiodns.error.ARES_ECONNREFUSED or not self._may_reset(channel):
+                if not exc.args or exc.args[0] != aiodns.error.ARES_ECONNREFUSED:
                     raise
-                # c-ares found no server it could reach. Seen after a name server restart, and
-                # with a channel that came up broken (it then stays so): a fresh one recovers.
-                await self._reset_channel()
+                # c-ares found no server it could reach. Seen after a name server restart, and with a
+                # channel that came up broken (it then stays so; in about half the runs under gVisor):
+                # a fresh channel recovers. Lookups that failed on a channel already replaced just try
+                # again on the new one.
+                if channel is self._dns:
+                    if not self._may_reset():
+                        raise
+                    await self._reset_channel()
                 result = await self._channel().getaddrinfo(name, family=socket.AF_UNSPEC, type=socket.SOCK_STREAM)
         except aiodns.error.DNSError as exc:
             code = exc.args[0] if exc.args else None
@@ -355,10 +362,10 @@ class Resolver:
         self.unresolvable.pop(name, None)
         return addresses
 
-    def _may_reset(self, channel: aiodns.DNSResolver) -> bool:
+    def _may_reset(self) -> bool:
         """Replace a failing channel at most every CHANNEL_RESET_INTERVAL seconds (a name server that
         is really down must not cost a new channel, and its thread, per lookup)."""
-        return channel is self._dns and self._clock() - self._last_reset >= CHANNEL_RESET_INTERVAL
+        return self._clock() - self._last_reset >= CHANNEL_RESET_INTERVAL
 
     async def _reset_channel(self) -> None:
         self.channel_resets += 1
@@ -369,6 +376,7 @@ class Resolver:
 
     def _failed(self, name: str, reason: str, *, definitive: bool, attempts: int) -> DNSFailure:
         self.failures += 1
+        self.failure_reasons[reason] += 1
         now = self._clock()
         wait = None if definitive else self._backoff.wait(attempts)
         if wait is not None:
@@ -422,6 +430,7 @@ class Resolver:
             "negative_hits": self.negative_hits,
             "static_answers": self.static_answers,
             "failures": self.failures,
+            "failure_reasons": dict(self.failure_reasons.most_common(10)),
             "retries": self.retries,
             "prefetches": self.prefetches,
             "channel_resets": self.channel_resets,
