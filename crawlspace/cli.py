@@ -68,6 +68,15 @@ def main() -> None:
 @click.option("--hosts-file", type=click.Path(path_type=Path), help="Hosts file consulted before /etc/hosts.")
 @click.option("--allow-private-addresses", is_flag=True, default=None, help="Allow loopback and private addresses.")
 @click.option("--progress/--no-progress", "live", default=None, help="Force the live display on or off.")
+@click.option(
+    "--scope",
+    type=click.Choice(["any", "host", "domain", "prefix"]),
+    help="Stay on the seeds' hosts, registered domains or URL prefixes (default: any).",
+)
+@click.option("--allowed-domain", "allowed_domains", multiple=True, help="Only crawl this domain (repeatable).")
+@click.option("--include", multiple=True, metavar="REGEX", help="Only crawl URLs matching a pattern (repeatable).")
+@click.option("--exclude", multiple=True, metavar="REGEX", help="Never crawl URLs matching it (repeatable).")
+@click.option("--max-depth", type=int, help="Follow links at most this many hops from a seed.")
 def crawl(
     seeds_file: Path,
     out: Path,
@@ -77,6 +86,9 @@ def crawl(
     resolve: tuple[str, ...],
     hosts_file: Path | None,
     live: bool | None,
+    allowed_domains: tuple[str, ...],
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
     **options: Any,
 ) -> None:
     """Crawl from the URLs in SEEDS_FILE into the directory --out."""
@@ -96,6 +108,9 @@ def crawl(
         overrides["resolve"] = _parse_resolve(resolve)
     if hosts_file is not None:
         overrides["hosts_file"] = str(hosts_file)
+    for key, values in (("allowed_domains", allowed_domains), ("include", include), ("exclude", exclude)):
+        if values:
+            overrides[key] = list(values)
     try:
         config = CrawlConfig.load(config_file, **overrides)
     except ConfigError as exc:
