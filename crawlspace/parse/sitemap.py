@@ -79,9 +79,7 @@ def _clean(raw: bytes) -> str | None:
     return text or None
 
 
-def parse_sitemap(
-    body: bytes, *, max_bytes: int = MAX_SITEMAP_BYTES, max_urls: int = MAX_SITEMAP_URLS
-) -> Sitemap:
+def parse_sitemap(body: bytes, *, max_bytes: int = MAX_SITEMAP_BYTES, max_urls: int = MAX_SITEMAP_URLS) -> Sitemap:
     """What a sitemap file lists. Never raises; an unrecognisable body is an empty text sitemap."""
     data, truncated = inflate(body, max_bytes)
     if data.startswith(b"\xef\xbb\xbf"):

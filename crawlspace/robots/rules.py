@@ -378,6 +378,4 @@ def parse(body: bytes) -> RobotsRules:
             target.merge(group.rules, group.crawl_delay)
     for merged in [*specific.values(), *([global_group] if global_group else [])]:
         merged.seal()
-    return RobotsRules(
-        specific, global_group, sitemaps, directives=directives, unknown_directives=unknown
-    )
+    return RobotsRules(specific, global_group, sitemaps, directives=directives, unknown_directives=unknown)
