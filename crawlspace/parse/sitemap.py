@@ -47,6 +47,10 @@ class Sitemap:
     urls: list[str] = field(default_factory=list)
     truncated: bool = False  # more bytes or URLs than the limits allowed
 
+    def __repr__(self) -> str:
+        head = ", ".join(self.urls[:3]) + (", ..." if len(self.urls) > 3 else "")
+        return f"Sitemap({self.kind}, {len(self.urls)} URLs [{head}], truncated={self.truncated})"
+
 
 def inflate(body: bytes, max_bytes: int = MAX_SITEMAP_BYTES) -> tuple[bytes, bool]:
     """The body, gunzipped when it is gzip (all members), at most `max_bytes`; and whether it was cut."""
