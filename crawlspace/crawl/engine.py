@@ -101,6 +101,7 @@ class CrawlEngine:
         )
         self.url_filter = filter_from_config(config)
         self._sitemaps: set[str] = set()  # sitemap URLs in the frontier, fetched as sitemaps
+        self._robots_fetched_for: dict[str, str] = {}  # origin -> URL whose lease fetched its robots.txt
         self._sitemap_files: Counter[str] = Counter()  # sitemap files queued per origin
         self.resolver = Resolver(overrides=config.resolve, hosts_file=config.hosts_file)
         self.guard = AddressGuard(allow_private=config.allow_private_addresses)
@@ -243,10 +244,15 @@ class CrawlEngine:
         origin = origin_of(entry.url)
         agent = self.config.robots_agent
         now = time.monotonic()
+        fetched_for = self._robots_fetched_for.pop(origin, None)
         robots = self.robots.entry(origin, now)
+        if robots is None and fetched_for == entry.url:
+            # fetched for this very URL one politeness gap ago: it counts, even if a short TTL ran out
+            robots = self.robots.peek(origin)
         if robots is None:
             started = time.monotonic()
             rules = await self._fetch_robots(fetcher, origin, entry.depth)
+            self._robots_fetched_for[origin] = entry.url
             self.frontier.release(
                 lease, time.monotonic() - started, put_back=entry, crawl_delay=rules.crawl_delay(agent)
             )

@@ -81,6 +81,10 @@ class RobotsCache:
         self._entries[origin] = entry  # most recently used last
         return None if entry.expires <= now else entry
 
+    def peek(self, origin: str) -> RobotsEntry | None:
+        """The entry of `origin` even if expired (the engine's last-resort read, see CrawlEngine)."""
+        return self._entries.get(origin)
+
     def store_response(self, origin: str, status: int, body: bytes, now: float) -> RobotsRules:
         """Record the final (non-redirect) HTTP response for /robots.txt of `origin`."""
         if 200 <= status < 300:
