@@ -20,7 +20,7 @@ def form_of(href: str, port: int) -> str:
         return "fragment"
     if "%" in href:
         return "percent"
-    if "/./" in href or "/../" in href and not href.startswith("../"):
+    if "/./" in href or ("/../" in href and not href.startswith("../")):
         return "dot-segments"
     if href.startswith("http://"):
         host = href[7:].split("/", 1)[0]
@@ -41,8 +41,19 @@ def form_of(href: str, port: int) -> str:
 
 
 ALL_FORMS = {
-    "mailto", "javascript", "fragment", "percent", "dot-segments", "upper-host", "explicit-port", "absolute",
-    "protocol-relative", "dot", "parent", "root-relative", "relative",
+    "mailto",
+    "javascript",
+    "fragment",
+    "percent",
+    "dot-segments",
+    "upper-host",
+    "explicit-port",
+    "absolute",
+    "protocol-relative",
+    "dot",
+    "parent",
+    "root-relative",
+    "relative",
 }
 
 
@@ -95,8 +106,7 @@ def test_body_anchors_are_the_ground_truth_links(web: SimWeb) -> None:
         url = web.url_of(node)
         tree = HTMLParser(web.body(url).decode())
         anchors = [
-            (a.attributes.get("href"), a.text(), "nofollow" in (a.attributes.get("rel") or ""))
-            for a in tree.css("a")
+            (a.attributes.get("href"), a.text(), "nofollow" in (a.attributes.get("rel") or "")) for a in tree.css("a")
         ]
         assert anchors == [(link.href, link.anchor_text, link.nofollow) for link in web.links(url)]
         title = tree.css_first("title")
@@ -108,6 +118,8 @@ def test_special_links(web: SimWeb) -> None:
     statuses = collections.Counter(web.status(link.target) for link in links if link.target)
     assert statuses[404] > 0 and statuses[500] + statuses[503] > 0
     assert {301, 302, 307, 308} <= set(statuses)
-    nofollow_only = {link.target for link in links if link.nofollow} - {link.target for link in links if not link.nofollow}
+    nofollow_only = {link.target for link in links if link.nofollow} - {
+        link.target for link in links if not link.nofollow
+    }
     assert nofollow_only, "some pages are reachable only through rel=nofollow"
     assert all(link.anchor_text for link in links)
