@@ -295,6 +295,10 @@ def _type_name(kind: msgspec.inspect.Type) -> str:
         return _type_name(kind.type)
     if isinstance(kind, msgspec.inspect.UnionType):
         return " or ".join(_type_name(member) for member in kind.types)
+    if isinstance(kind, msgspec.inspect.VarTupleType | msgspec.inspect.ListType):
+        return f"list of {_type_name(kind.item_type)}"
+    if isinstance(kind, msgspec.inspect.LiteralType):
+        return "one of " + ", ".join(_json(value) for value in kind.values)
     names = {
         msgspec.inspect.IntType: "integer",
         msgspec.inspect.FloatType: "number",
