@@ -57,6 +57,7 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")
 _AGENT_TOKEN = re.compile(r"[A-Za-z0-9_-]*")
 _ESCAPE = re.compile(rb"%([0-9A-Fa-f]{2})")
 _URL_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_PATH_START = re.compile(r"[/?;]")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _ALWAYS_ESCAPED = frozenset(b' "<>`{}')  # escaped by WHATWG in paths and queries alike
 _WHITESPACE = b" \t\n\v\f\r"
@@ -159,14 +160,28 @@ def _make_rules(allow: bool, raw: bytes) -> list[Rule]:
     return [Rule(False, pattern, variant if variant != pattern else None)]
 
 
+def _common_prefix(first: str, second: str) -> str:
+    length = 0
+    for a, b in zip(first, second, strict=False):
+        if a != b:
+            break
+        length += 1
+    return first[:length]
+
+
+_Check = tuple[int, str, bool, Rule | None]  # rank in decision order, literal prefix, allow, full check
+
+
 class _Group:
     """The merged rules of every group naming one agent, in decision order."""
 
-    __slots__ = ("crawl_delay", "rules")
+    __slots__ = ("_buckets", "_short", "crawl_delay", "rules")
 
     def __init__(self) -> None:
         self.rules: list[Rule] = []
         self.crawl_delay: float | None = None
+        self._buckets: dict[str, list[_Check]] = {}
+        self._short: list[_Check] = []
 
     def merge(self, rules: list[Rule], crawl_delay: float | None) -> None:
         self.rules.extend(rules)
@@ -174,26 +189,61 @@ class _Group:
             self.crawl_delay = crawl_delay if self.crawl_delay is None else max(self.crawl_delay, crawl_delay)
 
     def seal(self) -> None:
-        # Longest pattern first, Allow before Disallow at equal length: the first match decides.
+        """Index the rules for matching.
+
+        Rules are ordered longest pattern first, Allow before Disallow at equal length, so the
+        first match decides. Each rule gets the literal prefix every match of it starts with (a
+        plain prefix rule is nothing more: one str.startswith), and rules are bucketed by the
+        first two characters of that prefix, so a path is only tried against the rules of its
+        own bucket and the few whose prefix is shorter (`/`, `*`, `/*.php$`).
+        """
         self.rules.sort(key=lambda rule: (-rule.priority, not rule.allow))
+        buckets: dict[str, list[_Check]] = {}
+        short: list[_Check] = []
+        for rank, rule in enumerate(self.rules):
+            spellings = [rule.pattern] if rule.variant is None else [rule.pattern, rule.variant]
+            heads = [spelling.split("*", 1)[0].removesuffix("$") for spelling in spellings]
+            prefix = heads[0] if len(heads) == 1 else _common_prefix(heads[0], heads[1])
+            simple = rule.variant is None and "*" not in rule.pattern and not rule.pattern.endswith("$")
+            check = (rank, prefix, rule.allow, None if simple else rule)
+            if len(prefix) >= 2:
+                buckets.setdefault(prefix[:2], []).append(check)
+            else:
+                short.append(check)
+        self._buckets = buckets
+        self._short = short
+
+    def _first_match(self, path: str) -> tuple[int, bool] | None:
+        """(rank, allow) of the highest-priority rule matching `path`, if any."""
+        best: tuple[int, bool] | None = None
+        for checks in (self._buckets.get(path[:2], ()), self._short):
+            for rank, prefix, allow, rule in checks:
+                if best is not None and rank > best[0]:
+                    break
+                if path.startswith(prefix) and (rule is None or rule.matches(path)):
+                    best = (rank, allow)
+                    break
+        return best
 
     def allowed(self, path: str, decoded: str | None) -> bool:
-        for rule in self.rules:
-            if rule.matches(path) or (decoded is not None and rule.matches(decoded)):
-                return rule.allow
-        return True
+        best = self._first_match(path)
+        if decoded is not None:
+            other = self._first_match(decoded)
+            if other is not None and (best is None or other[0] < best[0]):
+                best = other
+        return True if best is None else best[1]
 
 
 def path_params_query(url: str) -> str:
     """Path, params and query of a URL, as google/robotstxt's GetPathParamsQuery extracts them."""
     start = 2 if url.startswith("//") else 0
-    early_path = _find_first_of(url, "/?;", start)
+    early_path = _path_start(url, start)
     protocol_end = url.find("://", start)
     if protocol_end < 0 or 0 <= early_path < protocol_end:
         protocol_end = start
     else:
         protocol_end += 3
-    path_start = _find_first_of(url, "/?;", protocol_end)
+    path_start = _path_start(url, protocol_end)
     if path_start < 0:
         return "/"
     hash_at = url.find("#", start)
@@ -203,15 +253,16 @@ def path_params_query(url: str) -> str:
     return path if path.startswith("/") else "/" + path
 
 
-def _find_first_of(text: str, characters: str, start: int) -> int:
-    positions = [at for at in (text.find(ch, start) for ch in characters) if at >= 0]
-    return min(positions) if positions else -1
+def _path_start(text: str, start: int) -> int:
+    """Index of the first '/', '?' or ';' from `start`, or -1."""
+    match = _PATH_START.search(text, start)
+    return -1 if match is None else match.start()
 
 
 class RobotsRules:
     """What one robots.txt allows. `allow_all()` and `disallow_all()` stand for fetch outcomes."""
 
-    __slots__ = ("_default", "_global", "_specific", "directives", "sitemaps", "unknown_directives")
+    __slots__ = ("_by_agent", "_default", "_global", "_specific", "directives", "sitemaps", "unknown_directives")
 
     def __init__(
         self,
@@ -225,6 +276,7 @@ class RobotsRules:
     ) -> None:
         self._specific = specific or {}
         self._global = global_group
+        self._by_agent: dict[str, _Group | None] = {}  # the caller's agent strings, resolved once
         self._default = default
         self.sitemaps: list[str] = sitemaps or []
         self.directives = directives
@@ -239,7 +291,11 @@ class RobotsRules:
         return cls(default=False)
 
     def _group(self, user_agent: str) -> _Group | None:
-        return self._specific.get(product_token(user_agent), self._global)
+        try:
+            return self._by_agent[user_agent]
+        except KeyError:
+            group = self._by_agent[user_agent] = self._specific.get(product_token(user_agent), self._global)
+            return group
 
     def allowed(self, url: str, user_agent: str) -> bool:
         """May `user_agent` (a product token, or a User-Agent value starting with one) fetch `url`?"""

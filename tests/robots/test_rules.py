@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawlspace.robots import RobotsRules, parse
-from crawlspace.robots.rules import MAX_ROBOTS_BYTES, _matches, product_token
+from crawlspace.robots.rules import MAX_ROBOTS_BYTES, _matches, path_params_query, product_token
 from crawlspace.urls import normalize
 
 AGENT = "crawlspace"
@@ -194,3 +194,42 @@ def test_html_error_page_served_as_robots_txt() -> None:
     rules = parse(body)
     assert rules.allowed("http://h/private", AGENT)
     assert rules.directives == 0 and rules.unknown_directives >= 1
+
+
+def _reference_verdict(rules: RobotsRules, url: str) -> bool:
+    """Longest match over every rule of the group, Allow winning ties: no index, no early exit."""
+    group = rules._group(AGENT)
+    if group is None:
+        return True
+    path = path_params_query(url)
+    unreserved = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    def decode(match: re.Match[str]) -> str:
+        char = chr(int(match.group(1), 16))
+        return char if char in unreserved else match.group(0).upper()
+
+    paths = {path, re.sub(r"%([0-9A-Fa-f]{2})", decode, path)}
+    best: tuple[int, bool] | None = None
+    for rule in group.rules:
+        if any(rule.matches(candidate) for candidate in paths):
+            key = (rule.priority, rule.allow)
+            best = key if best is None or key > best else best
+    return True if best is None else best[1]
+
+
+@given(
+    lines=st.lists(
+        st.builds(
+            lambda verb, pattern: verb + pattern,
+            st.sampled_from([b"Allow: ", b"Disallow: "]),
+            st.text("/ab*$%7E~", min_size=0, max_size=7).map(str.encode),
+        ),
+        max_size=25,
+    ),
+    path=st.text("/ab~", max_size=8).map(lambda text: "/" + text.replace("~", "%7E")),
+)
+@settings(max_examples=400)
+def test_indexed_matching_agrees_with_an_exhaustive_search(lines: list[bytes], path: str) -> None:
+    rules = parse(b"User-agent: *\n" + b"\n".join(lines))
+    url = "http://h" + path
+    assert path == "/robots.txt" or rules.allowed(url, AGENT) is _reference_verdict(rules, url)
