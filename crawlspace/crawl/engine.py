@@ -3,8 +3,10 @@
 A dispatcher takes leases from the frontier while fetch slots are free and starts one task per
 lease. The task checks robots.txt from the per-origin cache (fetching it through the same lease
 when missing, so that the robots request is subject to the host's politeness too), fetches,
-stores, parses and sends the links through filter, normalization and the URL-seen test back
-into the frontier. Redirect targets take the same path as links (Mercator).
+stores, parses and sends the links through normalization, the filter chain, the URL-seen test
+and the per-host admission guards back into the frontier. Redirect targets take the same path
+as links (Mercator), and so do canonical URLs, meta refresh targets and the URLs of sitemaps;
+the sitemap files named in robots.txt go to the frontier as themselves (robots-checked, polite).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from crawlspace.robots.rules import MAX_ROBOTS_BYTES
 from crawlspace.seen import ContentSeen, UrlSet
 from crawlspace.store import WarcWriter
 from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of, url_fingerprint
-from crawlspace.urls.filter import filter_from_config
+from crawlspace.urls.filter import Reason, filter_from_config
 from crawlspace.urls.fingerprint import content_fingerprint
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", ""})
@@ -276,7 +278,7 @@ class CrawlEngine:
         try:
             if entry.url in self._sitemaps:
                 self._sitemaps.discard(entry.url)
-                self._record_sitemap(result, entry)
+                retry_after = self._record_sitemap(result, entry)
             else:
                 retry_after = self._record(result, entry)
         finally:
@@ -334,21 +336,24 @@ class CrawlEngine:
             self.frontier.add(entry)
             self._changed.set()
 
-    def _record_sitemap(self, result: FetchResult, entry: FrontierEntry) -> None:
+    def _record_sitemap(self, result: FetchResult, entry: FrontierEntry) -> float | None:
+        """Account and store a sitemap fetch, queue what it lists; returns a Retry-After delay, if any."""
         stats = self.stats
         stats.pages_fetched += 1
         stats.outcomes[result.outcome] += 1
         if not result.status:
             stats.errors[str(result.outcome)] += 1
-            return
+            return None
         stats.responses_by_status[result.status] += 1
         stats.bytes_downloaded += len(result.body)
         self.warc.write_exchange(result)
         if result.outcome is Outcome.REDIRECT:
             self._add_sitemaps([result.header("location") or ""], result.url, entry.depth)
-            return
+            return None
+        if result.status in (429, 503):
+            return parse_retry_after(result.header("retry-after"))
         if result.outcome is not Outcome.OK:
-            return
+            return None
         sitemap = parse_sitemap(
             result.content(self.config.max_body_bytes),
             max_bytes=self.config.sitemap_max_bytes,
@@ -357,9 +362,10 @@ class CrawlEngine:
         stats.sitemaps_fetched += 1
         if sitemap.kind is SitemapKind.INDEX:
             self._add_sitemaps(sitemap.urls, result.url, entry.depth)
-            return
+            return None
         stats.sitemap_urls += len(sitemap.urls)
         self._follow([(url, entry.depth + 1, 0) for url in sitemap.urls], result.url, resolve=True)
+        return None
 
     def _record(self, result: FetchResult, entry: FrontierEntry) -> float | None:
         """Account, store and follow up one fetch; returns a Retry-After delay for the host, if any."""
@@ -409,11 +415,16 @@ class CrawlEngine:
         stats.nofollow_links += len(page.links) - len(followed)
         if page.meta_noindex:
             stats.noindex_pages += 1
-        if page.canonical is not None and page.canonical != result.url and (follow_all or not page.meta_nofollow):
-            # the canonical URL is crawled like a link (the URL-seen test drops it if known); the
-            # page itself is kept: the indexer prefers the canonical when both are stored
-            stats.canonical_elsewhere += 1
-            followed.append((page.canonical, entry.depth + 1, 0))
+        if page.canonical is not None and (follow_all or not page.meta_nofollow):
+            try:
+                canonical = self.normalizer(page.canonical)
+            except InvalidURL:
+                canonical = result.url
+            if canonical != result.url:
+                # crawled like a link (the URL-seen test drops it if known); the page itself is
+                # kept: the indexer prefers the canonical when both are stored
+                stats.canonical_elsewhere += 1
+                followed.append((canonical, entry.depth + 1, 0))
         self._follow(followed, result.url)
         return None
 
@@ -424,15 +435,15 @@ class CrawlEngine:
             try:
                 absolute = join(base, href) if hops or resolve else href
             except InvalidURL:
-                self.stats.filtered["invalid-url"] += 1
+                self.stats.filtered[Reason.INVALID_URL] += 1
                 continue
             if not absolute.startswith(("http://", "https://")):
-                self.stats.filtered["scheme"] += 1
+                self.stats.filtered[Reason.SCHEME] += 1
                 continue
             try:
                 url = self.normalizer(absolute)
             except InvalidURL:
-                self.stats.filtered["invalid-url"] += 1
+                self.stats.filtered[Reason.INVALID_URL] += 1
                 continue
             entries.append(FrontierEntry(url, depth, hops))
         self._enqueue(entries)

@@ -66,6 +66,7 @@ IGNORED_EXTENSIONS: tuple[str, ...] = (
 class Reason(StrEnum):
     """Why a URL was not let into the frontier (the key in stats.json `filtered`)."""
 
+    INVALID_URL = "invalid-url"  # a browser would reject it
     SCHEME = "scheme"
     OUT_OF_SCOPE = "out-of-scope"
     NOT_INCLUDED = "not-included"
