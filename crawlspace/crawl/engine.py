@@ -417,7 +417,7 @@ class CrawlEngine:
             stats.noindex_pages += 1
         if page.canonical is not None and (follow_all or not page.meta_nofollow):
             try:
-                canonical = self.normalizer(page.canonical)
+                canonical = self.normalizer.serialized(page.canonical)
             except InvalidURL:
                 canonical = result.url
             if canonical != result.url:
@@ -431,21 +431,17 @@ class CrawlEngine:
     def _follow(self, links: list[tuple[str, int, int]], base: str, *, resolve: bool = False) -> None:
         """Normalize links (resolving redirect Locations, and all hrefs when `resolve`) and enqueue them."""
         entries: list[FrontierEntry] = []
+        normalizer = self.normalizer
         for href, depth, hops in links:
             try:
-                absolute = join(base, href) if hops or resolve else href
+                absolute = join(base, href) if hops or resolve else href  # parse_html's links are joined
             except InvalidURL:
                 self.stats.filtered[Reason.INVALID_URL] += 1
                 continue
             if not absolute.startswith(("http://", "https://")):
                 self.stats.filtered[Reason.SCHEME] += 1
                 continue
-            try:
-                url = self.normalizer(absolute)
-            except InvalidURL:
-                self.stats.filtered[Reason.INVALID_URL] += 1
-                continue
-            entries.append(FrontierEntry(url, depth, hops))
+            entries.append(FrontierEntry(normalizer.serialized(absolute), depth, hops))
         self._enqueue(entries)
 
     def _enqueue(self, entries: list[FrontierEntry]) -> int:

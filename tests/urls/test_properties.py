@@ -51,6 +51,18 @@ def test_join_raises_only_invalid_url(base: str, href: str) -> None:
     except InvalidURL:
         return
     assert isinstance(resolved, str) and ":" in resolved
+    # the one-parse path of the link pipeline gives what parsing again would
+    try:
+        expected: str | None = normalizer(resolved)
+    except InvalidURL:
+        expected = None
+    try:
+        fast: str | None = normalizer.serialized(resolved)
+    except InvalidURL:
+        fast = None
+    assert fast == expected
+    if expected is not None:
+        assert normalizer.join(base, href) == expected
 
 
 @given(url=ANY_TEXT)
