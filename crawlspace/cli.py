@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -140,7 +139,13 @@ def run_crawl(
     return asyncio.run(go())
 
 
-def _register_optional_commands() -> None:
+@main.command("config-reference")
+def config_reference() -> None:
+    """Print the configuration reference (Markdown), generated from CrawlConfig."""
+    click.echo(reference_markdown(), nl=False)
+
+
+def _register_subcommands() -> None:
     from crawlspace.demo import demo
     from crawlspace.simweb.cli import simweb
 
@@ -148,14 +153,4 @@ def _register_optional_commands() -> None:
     main.add_command(demo)
 
 
-if os.environ.get("CRAWLSPACE_MINIMAL_CLI") != "1":
-    try:
-        _register_optional_commands()
-    except ImportError:  # pragma: no cover - during bootstrap only
-        pass
-
-
-@main.command("config-reference")
-def config_reference() -> None:
-    """Print the configuration reference (Markdown), generated from CrawlConfig."""
-    click.echo(reference_markdown(), nl=False)
+_register_subcommands()
