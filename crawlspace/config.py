@@ -111,15 +111,20 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     robots_max_retries: Annotated[
         int,
         _doc(
-            "Retries of an unreachable robots.txt during which the host's URLs wait in the frontier; after "
-            "them its URLs are dropped (counted as robots-unreachable). 0: drop at once.",
+            "Retries of an unreachable robots.txt (5xx, 429, timeouts) during which the host's URLs wait in the "
+            "frontier; after them its URLs are dropped (robots_unreachable in stats.json). 0: drop at once. "
+            "A crawl with nothing else to do ends without waiting (robots_waiting in stats.json).",
             ge=0,
             le=100,
         ),
     ] = 3
     sitemaps: Annotated[
-        bool, _doc("Fetch the sitemaps named in robots.txt; their URLs go through the same filters as links.")
-    ] = True
+        bool,
+        _doc(
+            "Fetch the sitemaps named in robots.txt (indexes and gzip included); their URLs go through the same "
+            "filters as links. Off by default, as in Heritrix and Nutch: it adds requests the links do not ask for."
+        ),
+    ] = False
     sitemap_max_files: Annotated[
         int, _doc("Sitemap files (robots.txt entries and sitemap-index children) fetched per host.", ge=0)
     ] = 100

@@ -91,7 +91,8 @@ class CrawlEngine:
             max_delay=config.max_delay,
             max_conn_per_host=config.max_conn_per_host,
         )
-        self.frontier = Frontier(self.politeness, back_queues=3 * config.concurrency)
+        self._back_queues = 3 * config.concurrency
+        self.frontier = Frontier(self.politeness, back_queues=self._back_queues)
         self.robots = RobotsCache(ttl=config.robots_ttl, retry_delay=config.robots_retry_delay)
         self.urlset = UrlSet()
         self.content = ContentSeen()
@@ -104,6 +105,7 @@ class CrawlEngine:
         self.url_filter = filter_from_config(config)
         self._sitemaps: set[str] = set()  # sitemap URLs in the frontier, fetched as sitemaps
         self._robots_fetched_for: dict[str, str] = {}  # origin -> URL whose lease fetched its robots.txt
+        self._parked: set[str] = set()  # hosts whose URLs wait for the retry of an unreachable robots.txt
         self._sitemap_files: Counter[str] = Counter()  # sitemap files queued per origin
         self.resolver = Resolver(overrides=config.resolve, hosts_file=config.hosts_file)
         self.guard = AddressGuard(allow_private=config.allow_private_addresses)
@@ -181,7 +183,10 @@ class CrawlEngine:
             await slots.acquire()
             lease = self.frontier.acquire()
             while lease is None and not self._stopping:
-                if len(self.frontier) == 0 and self.frontier.in_flight == 0:
+                if self.frontier.in_flight == 0 and (len(self.frontier) == 0 or self._only_robots_waits()):
+                    # nothing left that may be fetched: a crawl does not idle only to retry the
+                    # robots.txt of unreachable hosts; their URLs stay queued (robots_waiting)
+                    self.stats.robots_waiting = len(self.frontier)
                     self.stats.termination = "frontier-empty"
                     self._stopping = True
                     break
@@ -200,6 +205,15 @@ class CrawlEngine:
             task.add_done_callback(functools.partial(self._task_done, slots=slots))
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _only_robots_waits(self) -> bool:
+        """Is every queued URL on a host that waits for the retry of an unreachable robots.txt?
+
+        True when every active host is such a host and the front queues are empty (fewer active
+        hosts than back queues, so the frontier would have activated any other queued host).
+        """
+        active = self.frontier.active_hosts
+        return 0 < active == len(self._parked) < self._back_queues
 
     def _wait_cap(self, timeout: float | None) -> float:
         cap = self.config.progress_interval
@@ -243,6 +257,7 @@ class CrawlEngine:
 
     async def _process(self, fetcher: Fetcher, lease: Lease) -> None:
         entry = lease.entry
+        self._parked.discard(lease.host)
         origin = origin_of(entry.url)
         agent = self.config.robots_agent
         now = time.monotonic()
@@ -261,8 +276,9 @@ class CrawlEngine:
             return
         rules = robots.rules
         if not rules.allowed(entry.url, agent):
-            if robots.unreachable and robots.failures <= self.config.robots_max_retries:
+            if robots.unreachable and robots.transient and robots.failures <= self.config.robots_max_retries:
                 # robots.txt could not be fetched: the URL waits for the next attempt, it is not dropped
+                self._parked.add(lease.host)
                 self.frontier.release(lease, 0.0, put_back=entry, retry_after=max(robots.expires - now, 0.0))
                 return
             if robots.unreachable:
@@ -307,7 +323,9 @@ class CrawlEngine:
                 continue
             if not result.status:
                 self.stats.errors[f"robots:{result.outcome}"] += 1
-                return self.robots.store_unreachable(origin, now)
+                # a name that does not resolve or an address we refuse will not get better by waiting
+                transient = result.outcome not in (Outcome.DNS_ERROR, Outcome.GUARD_REFUSED)
+                return self.robots.store_unreachable(origin, now, transient=transient)
             body = result.content(MAX_ROBOTS_BYTES + 1)  # one byte more tells the parser it was cut
             rules = self.robots.store_response(origin, result.status, body, now)
             if 200 <= result.status < 300 and self.config.sitemaps and rules.sitemaps:

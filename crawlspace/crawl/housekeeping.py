@@ -32,6 +32,7 @@ class CrawlStats:
     robots_fetches: int = 0
     robots_excluded: int = 0
     robots_unreachable: int = 0  # URLs dropped after their host's robots.txt stayed unreachable
+    robots_waiting: int = 0  # URLs still queued at the end, waiting for an unreachable robots.txt
     sitemaps_fetched: int = 0
     sitemap_urls: int = 0
     duplicate_urls: int = 0
@@ -63,6 +64,7 @@ class CrawlStats:
             "robots_fetches": self.robots_fetches,
             "robots_excluded": self.robots_excluded,
             "robots_unreachable": self.robots_unreachable,
+            "robots_waiting": self.robots_waiting,
             "sitemaps_fetched": self.sitemaps_fetched,
             "sitemap_urls": self.sitemap_urls,
             "duplicate_urls": self.duplicate_urls,

@@ -11,7 +11,8 @@ one scheme, host and port only (RFC 9309 §2.3).
   slow down, so it is treated like a server error (Google does the same).
 - 5xx, other statuses and network errors ("unreachable", §2.3.1.4): complete disallow, retried
   after `retry_delay`, doubling with each consecutive failure up to `ttl`. The engine keeps the
-  host's URLs waiting for the next attempt (they are not dropped) for `max_retries` attempts.
+  host's URLs waiting for the next attempts (robots_max_retries of them) instead of dropping
+  them, except after failures that waiting does not cure (unknown name, refused address).
 - long unavailability (§2.3.1.4 allows either a cached copy or "unavailable" after ~30 days): if
   the host ever served a robots.txt, its last parsed copy stays in force for as long as the file
   is unreachable (§2.4 allows caching beyond 24 h in that case); if it never did, we keep the
@@ -46,6 +47,7 @@ class RobotsEntry:
     status: RobotsStatus
     expires: float
     failures: int = 0  # consecutive unreachable outcomes
+    transient: bool = True  # worth waiting for (5xx, timeouts), unlike a refused address or unknown name
     unreachable_since: float | None = None
     last_good: RobotsRules | None = None  # last parsed or unavailable rules, kept through outages
 
@@ -97,15 +99,20 @@ class RobotsCache:
         """4xx, or more than five redirects: no restrictions (RFC 9309 §2.3.1.2, §2.3.1.3)."""
         return self._store(origin, RobotsRules.allow_all(), RobotsStatus.UNAVAILABLE, now)
 
-    def store_unreachable(self, origin: str, now: float) -> RobotsRules:
-        """5xx, 429 or a network failure: complete disallow (or the last good copy), retried with backoff."""
+    def store_unreachable(self, origin: str, now: float, *, transient: bool = True) -> RobotsRules:
+        """5xx, 429 or a network failure: complete disallow (or the last good copy), retried with backoff.
+
+        `transient=False` for failures that waiting will not cure (DNS, refused addresses): the
+        engine then drops the host's URLs at once instead of keeping them for the retry.
+        """
         previous = self._entries.get(origin)
         failures = (previous.failures if previous else 0) + 1
         last_good = previous.last_good if previous else None
         since = previous.unreachable_since if previous and previous.unreachable_since is not None else now
         rules = last_good if last_good is not None else RobotsRules.disallow_all()
         wait = min(self._retry_delay * 2 ** min(failures - 1, 30), self._ttl)
-        self._put(origin, RobotsEntry(rules, RobotsStatus.UNREACHABLE, now + wait, failures, since, last_good))
+        entry = RobotsEntry(rules, RobotsStatus.UNREACHABLE, now + wait, failures, transient, since, last_good)
+        self._put(origin, entry)
         return rules
 
     def _store(self, origin: str, rules: RobotsRules, status: RobotsStatus, now: float) -> RobotsRules:

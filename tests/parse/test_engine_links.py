@@ -95,7 +95,8 @@ def test_seed_redirects_widen_the_scope(tmp_path: Path) -> None:
     stats, _ = crawl(
         site, ["/"], tmp_path, scope="host", resolve={"site.test": "127.0.0.1", "www.site.test": "127.0.0.1"}
     )
-    assert site.fetched("/home") == 1 and site.fetched("/inside.html") == 1
+    www = "www.site.test"
+    assert site.fetched("/home", www) == 1 and site.fetched("/inside.html", www) == 1
     assert stats["filtered"].get("out-of-scope", 0) == 0
 
 

@@ -25,17 +25,19 @@ class ScriptedSite:
     routes: dict[str, Handler]
     requests: list[str] = field(default_factory=list)
     times: list[float] = field(default_factory=list)  # monotonic arrival time of each request
+    hosts: list[str] = field(default_factory=list)  # Host header of each request, without port
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.requests.append(request.path_qs)
         self.times.append(time.monotonic())
+        self.hosts.append(request.host.rsplit(":", 1)[0])
         handler = self.routes.get(request.path)
         if handler is None:
             return web.Response(status=404, text="not found")
         return await handler(request)
 
-    def fetched(self, path: str) -> int:
-        return self.requests.count(path)
+    def fetched(self, path: str, host: str = HOST) -> int:
+        return sum(1 for got, on in zip(self.requests, self.hosts, strict=True) if got == path and on == host)
 
 
 def page(html: str, status: int = 200, headers: dict[str, str] | None = None) -> Handler:
@@ -72,6 +74,27 @@ def sequence(*handlers: Handler) -> Handler:
     return handler
 
 
+def by_host(handlers: dict[str, Handler]) -> Handler:
+    """Dispatch on the Host header (without port): several sites on one server."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await handlers[request.host.rsplit(":", 1)[0]](request)
+
+    return handler
+
+
+BUSY_HOST = "busy.test"
+
+
+def keep_busy(site: ScriptedSite, robots: Handler, pages: int = 12) -> str:
+    """Add a chain of `pages` pages on BUSY_HOST (which the crawl must resolve too), so that the
+    crawl has work while URLs of HOST wait; returns the seed path of the chain."""
+    site.routes["/robots.txt"] = by_host({HOST: robots, BUSY_HOST: raw(b"")})
+    for number in range(pages):
+        site.routes[f"/busy/{number}"] = page(f'<a href="/busy/{number + 1}">next</a>')
+    return "http://" + BUSY_HOST + ":{port}/busy/0"
+
+
 def crawl(site: ScriptedSite, seeds: list[str], out: Path, **options: Any) -> tuple[dict[str, Any], str]:
     """Serve `site` on 127.0.0.1 (any port), crawl `seeds` (paths, or URLs with {origin}); stats and origin."""
 
@@ -88,7 +111,7 @@ def crawl(site: ScriptedSite, seeds: list[str], out: Path, **options: Any) -> tu
             "min_delay": 0.0,
             "delay_factor": 0.0,
             "allow_private_addresses": True,
-            "resolve": {HOST: "127.0.0.1"},
+            "resolve": {HOST: "127.0.0.1", BUSY_HOST: "127.0.0.1"},
             "progress_interval": 30.0,
             "max_seconds": 30.0,
             "robots_retry_delay": 0.05,
@@ -96,7 +119,9 @@ def crawl(site: ScriptedSite, seeds: list[str], out: Path, **options: Any) -> tu
         settings.update(options)
         try:
             engine = CrawlEngine(CrawlConfig(**settings), out, live_progress=False)
-            engine.add_seeds([seed.format(origin=origin) if "{" in seed else origin + seed for seed in seeds])
+            engine.add_seeds(
+                [seed.format(origin=origin, port=port) if "{" in seed else origin + seed for seed in seeds]
+            )
             stats = await engine.run()
         finally:
             await runner.cleanup()

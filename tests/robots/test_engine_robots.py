@@ -8,7 +8,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from tests.robots.crawl_helpers import ScriptedSite, crawl, page, raw, redirect, sequence
+from tests.robots.crawl_helpers import HOST, ScriptedSite, crawl, keep_busy, page, raw, redirect, sequence
 
 ROBOTS = "/robots.txt"
 HOME = '<a href="/a.html">a</a> <a href="/private/p.html">p</a>'
@@ -36,18 +36,39 @@ def test_4xx_robots_means_everything_is_allowed(tmp_path: Path) -> None:
 
 
 def test_5xx_robots_disallows_everything_and_drops_the_urls_after_the_retries(tmp_path: Path) -> None:
+    site = site_with_robots()
+    busy = keep_busy(site, raw(b"oops", status=503), pages=30)
+    stats, _ = crawl(site, ["/", "/a.html", busy], tmp_path, robots_max_retries=2, min_delay=0.05)
+    own = [path for path, host in zip(site.requests, site.hosts, strict=True) if host == HOST]
+    assert set(own) == {ROBOTS}  # never a page
+    assert len(own) == 3  # first attempt and two retries, then the URLs are dropped
+    assert stats["robots_unreachable"] == 2 and stats["robots_waiting"] == 0
+    assert stats["termination"] == "frontier-empty"
+
+
+def test_a_crawl_does_not_idle_for_an_unreachable_robots_txt(tmp_path: Path) -> None:
     site = site_with_robots({ROBOTS: raw(b"oops", status=503)})
-    stats, _ = crawl(site, ["/", "/a.html"], tmp_path, robots_max_retries=2)
-    assert set(site.requests) == {ROBOTS}  # never a page
-    assert site.fetched(ROBOTS) == 3  # first attempt and two retries
-    assert stats["robots_unreachable"] == 2 and stats["termination"] == "frontier-empty"
+    stats, _ = crawl(site, ["/", "/a.html"], tmp_path, robots_max_retries=5, robots_retry_delay=60.0)
+    assert site.requests == [ROBOTS]
+    assert stats["termination"] == "frontier-empty" and stats["robots_waiting"] == 2
+    assert stats["robots_unreachable"] == 0  # kept, not dropped (for a resumed crawl)
+
+
+def test_refused_or_unresolvable_hosts_are_not_waited_for(tmp_path: Path) -> None:
+    site = site_with_robots()
+    busy = keep_busy(site, raw(b""), pages=5)
+    stats, _ = crawl(site, ["http://nowhere.test:{port}/", busy], tmp_path, robots_max_retries=5)
+    assert stats["errors"]["robots:dns-error"] == 1
+    assert stats["robots_unreachable"] == 1 and stats["robots_waiting"] == 0
 
 
 def test_urls_wait_for_a_robots_txt_that_comes_back(tmp_path: Path) -> None:
     robots = sequence(raw(b"", status=500), raw(b"", status=502), raw(b"User-agent: *\nDisallow: /private/\n"))
-    site = site_with_robots({ROBOTS: robots})
-    stats, _ = crawl(site, ["/"], tmp_path, robots_max_retries=3)
-    assert site.requests[:3] == [ROBOTS] * 3
+    site = site_with_robots()
+    busy = keep_busy(site, robots, pages=30)
+    stats, _ = crawl(site, ["/", busy], tmp_path, robots_max_retries=3, min_delay=0.05)
+    own = [path for path, host in zip(site.requests, site.hosts, strict=True) if host == HOST]
+    assert own[:3] == [ROBOTS] * 3
     assert site.fetched("/") == 1 and site.fetched("/a.html") == 1  # the seed was kept, not dropped
     assert site.fetched("/private/p.html") == 0 and stats["robots_unreachable"] == 0
 
@@ -115,7 +136,7 @@ def test_sitemaps_from_robots_txt_go_through_the_filters(tmp_path: Path) -> None
         {ROBOTS: raw(robots), "/maps/index.xml": raw(index, "application/xml"), "/maps/part1.xml.gz": part1},
         **{"/from-sitemap.html": page("s")},  # type: ignore[arg-type]
     )
-    stats, _ = crawl(site, ["/"], tmp_path, scope="host")
+    stats, _ = crawl(site, ["/"], tmp_path, scope="host", sitemaps=True)
     assert site.fetched("/maps/index.xml") == 1 and site.fetched("/maps/part1.xml.gz") == 1
     assert site.fetched("/maps/missing.xml") == 1
     assert site.fetched("/from-sitemap.html") == 1
@@ -128,12 +149,12 @@ def test_sitemaps_from_robots_txt_go_through_the_filters(tmp_path: Path) -> None
 def test_sitemap_files_per_host_are_limited(tmp_path: Path) -> None:
     robots = b"User-agent: *\n" + b"".join(b"Sitemap: /s%d.xml\n" % i for i in range(10))
     site = site_with_robots({ROBOTS: raw(robots)})
-    stats, _ = crawl(site, ["/"], tmp_path, sitemap_max_files=3)
+    stats, _ = crawl(site, ["/"], tmp_path, sitemaps=True, sitemap_max_files=3)
     assert sum(site.fetched(f"/s{i}.xml") for i in range(10)) == 3
     assert stats["filtered"]["sitemap-limit"] == 7
 
 
-def test_sitemaps_can_be_turned_off(tmp_path: Path) -> None:
+def test_sitemaps_are_off_by_default(tmp_path: Path) -> None:
     site = site_with_robots({ROBOTS: raw(b"Sitemap: /s.xml\n")})
-    crawl(site, ["/"], tmp_path, sitemaps=False)
+    crawl(site, ["/"], tmp_path)
     assert site.fetched("/s.xml") == 0

@@ -42,11 +42,11 @@ def test_crawl_of_the_simulated_web(tmp_path: Path) -> None:
         log = server.read_log()
         verdict = judge_crawl(web, log, server.seeds)
     assert stats["termination"] == "frontier-empty"
+    assert stats["robots_unreachable"] + stats["robots_waiting"] > 0  # kept or dropped, never fetched
     assert not verdict.disallowed, verdict.summary()
     assert not verdict.missing, verdict.summary()
     assert not verdict.refetched, verdict.summary()
-    # the only URLs the ground truth does not list are the sitemaps robots.txt names (they 404 here)
-    assert all(url.endswith("/sitemap.xml") for url in verdict.unexpected), verdict.summary()
+    assert not verdict.unexpected, verdict.summary()
     assert verdict.trap_fetches <= 13 * MAX_HOST_DEPTH
     failing = {host for host in verdict.robots_fetches if web.robots_status(host) >= 500}
     assert failing
@@ -56,7 +56,6 @@ def test_crawl_of_the_simulated_web(tmp_path: Path) -> None:
         attempts = sorted(
             (e for e in log if e.path == "/robots.txt" and e.host.split(":")[0] == host), key=lambda e: e.arrived
         )
-        assert len(attempts) >= 1 + config.robots_max_retries  # its URLs waited through every retry
         for number, (first, second) in enumerate(itertools.pairwise(attempts)):
             assert second.arrived - first.finished >= config.robots_retry_delay * 2**number - 0.01
     assert len(verdict.expected) > 300
