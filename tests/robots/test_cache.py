@@ -106,3 +106,13 @@ def test_invalid_settings() -> None:
         RobotsCache(ttl=0)
     with pytest.raises(ValueError):
         RobotsCache(max_entries=0)
+
+
+def test_failures_that_waiting_will_not_cure_are_marked() -> None:
+    cache = RobotsCache(retry_delay=10.0)
+    cache.store_unreachable(ORIGIN, 0.0, transient=False)
+    entry = cache.entry(ORIGIN, 0.0)
+    assert entry is not None and entry.unreachable and not entry.transient
+    cache.store_response(ORIGIN, 503, b"", 20.0)
+    entry = cache.entry(ORIGIN, 20.0)
+    assert entry is not None and entry.transient and entry.failures == 2
