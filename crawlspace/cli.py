@@ -70,6 +70,15 @@ def main() -> None:
     "--allow-network", "allow_network", multiple=True, metavar="CIDR", help="Allow this non-public network only."
 )
 @click.option("--progress/--no-progress", "live", default=None, help="Force the live display on or off.")
+@click.option(
+    "--scope",
+    type=click.Choice(["any", "host", "domain", "prefix"]),
+    help="Stay on the seeds' hosts, registered domains or URL prefixes (default: any).",
+)
+@click.option("--allowed-domain", "allowed_domains", multiple=True, help="Only crawl this domain (repeatable).")
+@click.option("--include", multiple=True, metavar="REGEX", help="Only crawl URLs matching a pattern (repeatable).")
+@click.option("--exclude", multiple=True, metavar="REGEX", help="Never crawl URLs matching it (repeatable).")
+@click.option("--max-depth", type=int, help="Follow links at most this many hops from a seed.")
 def crawl(
     seeds_file: Path,
     out: Path,
@@ -80,6 +89,9 @@ def crawl(
     hosts_file: Path | None,
     allow_network: tuple[str, ...],
     live: bool | None,
+    allowed_domains: tuple[str, ...],
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
     **options: Any,
 ) -> None:
     """Crawl from the URLs in SEEDS_FILE into the directory --out."""
@@ -101,6 +113,9 @@ def crawl(
         overrides["hosts_file"] = str(hosts_file)
     if allow_network:
         overrides["allow_networks"] = list(allow_network)
+    for key, values in (("allowed_domains", allowed_domains), ("include", include), ("exclude", exclude)):
+        if values:
+            overrides[key] = list(values)
     try:
         config = CrawlConfig.load(config_file, **overrides)
     except ConfigError as exc:
