@@ -1,0 +1,21 @@
+"""The simulated web: a deterministic generator, its ground truth, and a server on loopback.
+
+Who fills it and who drains it: `SimWeb.generate(SimWebConfig(...))` draws a web from a seed
+(hosts under `.test`, heavy-tailed sites and in-degrees, every link form, every kind of
+robots.txt, duplicates, redirects, errors, a spider trap) into flat numpy arrays; bodies are
+never stored but rendered on demand from the arrays and a shared word corpus. `SimServer`
+(or `serve_in_background`, or `crawlspace simweb serve`) answers HTTP for every host on its
+own 127.R.x.y address and logs every request; tests then judge a crawl from the server's
+side with the ground truth (`expected_fetches`, `robots_allowed`, `duplicate_cluster`, ...).
+
+Invariants: the same config gives the same web in any process (the server subprocess
+regenerates it and checks `fingerprint()`); the ground truth is computed from the arrays and
+hand-written robots rules, never by parsing what the renderer wrote.
+"""
+
+from crawlspace.simweb.config import SimWebConfig, SimWebConfigError
+from crawlspace.simweb.generator import SimWeb
+from crawlspace.simweb.model import Link, Response
+from crawlspace.simweb.robots import RobotsKind
+
+__all__ = ["Link", "Response", "RobotsKind", "SimWeb", "SimWebConfig", "SimWebConfigError"]

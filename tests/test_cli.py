@@ -1,0 +1,85 @@
+"""The CLI contract of issue 2: clear one-line errors for bad input, exit codes, invalid seeds reported."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    return subprocess.run(
+        [sys.executable, "-m", "crawlspace", *args], capture_output=True, text=True, timeout=60, env=env, cwd=cwd
+    )
+
+
+def test_missing_seeds_file(tmp_path: Path) -> None:
+    result = run_cli("crawl", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "out"))
+    assert result.returncode != 0
+    assert "seeds file" in result.stderr and "does not exist" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_config_key_names_closest(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://example.test/\n")
+    config = tmp_path / "crawl.toml"
+    config.write_text("min_dealy = 0.5\n")
+    result = run_cli("crawl", str(seeds), "--out", str(tmp_path / "out"), "--config", str(config))
+    assert result.returncode != 0
+    assert "unknown key 'min_dealy'" in result.stderr
+    assert "did you mean 'min_delay'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [("max_pages = 'ten'\n", "max_pages"), ("min_delay = -1\n", "min_delay"), ("not toml [\n", "invalid TOML")],
+)
+def test_invalid_config_values(tmp_path: Path, content: str, expected: str) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://example.test/\n")
+    config = tmp_path / "crawl.toml"
+    config.write_text(content)
+    result = run_cli("crawl", str(seeds), "--out", str(tmp_path / "out"), "--config", str(config))
+    assert result.returncode != 0
+    assert expected in result.stderr
+
+
+def test_unreadable_config(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://example.test/\n")
+    result = run_cli("crawl", str(seeds), "--out", str(tmp_path / "o"), "--config", str(tmp_path / "missing.toml"))
+    assert result.returncode != 0
+    assert "config file" in result.stderr
+
+
+def test_output_dir_is_a_file(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://example.test/\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = run_cli("crawl", str(seeds), "--out", str(blocker / "out"))
+    assert result.returncode != 0
+    assert "not writable" in result.stderr
+
+
+def test_invalid_seed_lines_reported_with_line_numbers(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("# comment\nhttp://[bad\n\nftp://example.test/\n")
+    result = run_cli("crawl", str(seeds), "--out", str(tmp_path / "out"))
+    assert result.returncode != 0  # nothing valid left
+    assert f"{seeds}:2:" in result.stderr
+    assert f"{seeds}:4:" in result.stderr
+    assert "no valid seed URL" in result.stderr
+
+
+def test_bad_resolve_flag(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://example.test/\n")
+    result = run_cli("crawl", str(seeds), "--out", str(tmp_path / "out"), "--resolve", "nonsense")
+    assert result.returncode != 0
+    assert "--resolve expects HOST=IP" in result.stderr
