@@ -80,6 +80,4 @@ class PageFactory:
         return SyntheticPage(url=url, html=html, title=title, text=text, links=outlinks)
 
     def pages(self, count: int, *, size: int = 25_000, links: int = 20) -> list[SyntheticPage]:
-        return [
-            self.page(self.url(i % self.hosts, i // self.hosts), size=size, links=links) for i in range(count)
-        ]
+        return [self.page(self.url(i % self.hosts, i // self.hosts), size=size, links=links) for i in range(count)]

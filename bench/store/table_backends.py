@@ -178,7 +178,9 @@ def run(backend_type: type, pages: int, batch: int, batches: list[list[tuple[byt
         backend.close()
         size = directory_bytes(root)
         backend = backend_type(root)
-        rows = [rowkey(PageFactory(seed=3).url(i % max(10, pages // 100), i // max(10, pages // 100))) for i in range(2000)]
+        rows = [
+            rowkey(PageFactory(seed=3).url(i % max(10, pages // 100), i // max(10, pages // 100))) for i in range(2000)
+        ]
         random.Random(5).shuffle(rows)
         started = time.perf_counter()
         cells = 0

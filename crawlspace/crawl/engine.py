@@ -22,12 +22,12 @@ from typing import Any
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.housekeeping import CrawlStats, ProgressReporter
 from crawlspace.dns import AddressGuard, Resolver
-from crawlspace.fetch import FetchResult, Fetcher, Outcome
+from crawlspace.fetch import Fetcher, FetchResult, Outcome
 from crawlspace.frontier import Frontier, FrontierEntry, Lease, Politeness
 from crawlspace.parse import parse_html
 from crawlspace.robots import RobotsCache, RobotsRules
 from crawlspace.seen import ContentSeen, UrlSet
-from crawlspace.store import WarcWriter
+from crawlspace.store import PageStore, StoreOptions
 from crawlspace.urls import InvalidURL, join, normalize, origin_of, url_fingerprint
 from crawlspace.urls.filter import UrlFilter
 from crawlspace.urls.fingerprint import content_fingerprint
@@ -87,7 +87,11 @@ class CrawlEngine:
         self.url_filter = UrlFilter(max_depth=config.max_depth, max_redirects=config.max_redirects)
         self.resolver = Resolver(overrides=config.resolve, hosts_file=config.hosts_file)
         self.guard = AddressGuard(allow_private=config.allow_private_addresses)
-        self.warc = WarcWriter(self.out_dir / "warc", max_file_bytes=config.warc_max_bytes)
+        self.store = PageStore(
+            self.out_dir,
+            StoreOptions.from_config(config),
+            warcinfo={"http-header-user-agent": config.user_agent, "robots": "obey", "isPartOf": self.out_dir.name},
+        )
         self._live_progress = live_progress
         self._changed = asyncio.Event()
         self._stopping = False
@@ -137,7 +141,7 @@ class CrawlEngine:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
-            self.warc.close()
+            self.store.close()
             self.stats.finished_at = time.time()
             self.stats.write(self.out_dir / "stats.json")
         return self.stats
@@ -199,6 +203,7 @@ class CrawlEngine:
     async def _report_periodically(self, reporter: ProgressReporter) -> None:
         while True:
             await asyncio.sleep(self.config.progress_interval)
+            self.store.maybe_flush()
             reporter.report()
 
     def _gauges(self) -> dict[str, Any]:
@@ -249,7 +254,7 @@ class CrawlEngine:
             result = await fetcher.fetch(url)
             self.stats.robots_fetches += 1
             if result.status:
-                self.warc.write_exchange(result)
+                self.store.record(result)
             now = time.monotonic()
             if result.outcome is Outcome.REDIRECT:
                 location = result.header("location")
@@ -272,29 +277,31 @@ class CrawlEngine:
         stats.outcomes[result.outcome] += 1
         if not result.status:
             stats.errors[str(result.outcome)] += 1
+            self.store.record(result, depth=entry.depth)
             return None
         stats.responses_by_status[result.status] += 1
         stats.bytes_downloaded += len(result.body)
         if result.outcome is Outcome.REDIRECT:
-            self.warc.write_exchange(result)
+            self.store.record(result, depth=entry.depth)
             location = result.header("location")
             if location:
                 self._follow([(location, entry.depth, entry.hops + 1)], result.url)
             return None
         if result.status in (429, 503):
-            self.warc.write_exchange(result)
+            self.store.record(result, depth=entry.depth)
             return parse_retry_after(result.header("retry-after"))
         if result.outcome is not Outcome.OK or result.content_type not in HTML_TYPES:
-            self.warc.write_exchange(result)
+            self.store.record(result, depth=entry.depth)
             return None
         body = result.content(self.config.max_body_bytes)
-        original = self.content.check(content_fingerprint(body), result.url)
+        fingerprint = content_fingerprint(body)
+        original = self.content.check(fingerprint, result.url)
         if original is not None:
             stats.duplicate_content += 1
-            self.warc.write_revisit(result, original)
+            self.store.record_duplicate(result, original, fingerprint=fingerprint, depth=entry.depth)
             return None
-        self.warc.write_exchange(result)
         page = parse_html(body, result.url, result.header("content-type"), result.header("x-robots-tag"))
+        self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
         followed = [(link.url, entry.depth + 1, 0) for link in page.links if not link.nofollow]
         stats.links_extracted += len(page.links)
         self._follow(followed, result.url)

@@ -32,10 +32,12 @@ cut neither); readers in other processes open the table read-only while a crawl 
 
 from __future__ import annotations
 
+import json
 import struct
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -339,9 +341,7 @@ class CrawlTable:
         names = [family] if isinstance(family, str) else list(family)
         return sorted(_family_code(name) for name in names)
 
-    def _rows(
-        self, start: bytes, stop: bytes | None, families: list[int], versions: int | None
-    ) -> Iterator[Row]:
+    def _rows(self, start: bytes, stop: bytes | None, families: list[int], versions: int | None) -> Iterator[Row]:
         wanted = set(families)
         row: Row | None = None
         current_cell: tuple[str, str] | None = None
@@ -400,3 +400,36 @@ class CrawlTable:
             if limit is not None and number >= limit:
                 return
             yield row
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _summary(cell: Cell) -> str:
+    """A cell value in one line, spelled for a person (times as ISO dates, pointers as file@offset)."""
+    value = cell.value
+    if cell.family == "fetch" and isinstance(value, dict):
+        shown = {
+            k: _iso(v) if k in ("fetched", "first_fetched") and isinstance(v, float) else v for k, v in value.items()
+        }
+        return " ".join(f"{k}={v}" for k, v in shown.items())
+    if (cell.family, cell.qualifier) == ("content", "warc") and isinstance(value, list) and len(value) >= 3:
+        return f"{value[0]}@{value[1]} ({value[2]} bytes)"
+    if (cell.family, cell.qualifier) == ("content", "outlinks") and isinstance(value, list):
+        return f"{len(value)} links: " + " ".join(str(pair[0]) for pair in value)
+    if isinstance(value, str):
+        return json.dumps(" ".join(value.split()), ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def format_row(row: Row, *, width: int = 100) -> list[str]:
+    """A row as an HBase-shell-like listing: one line per cell version, `family:qualifier time value`."""
+    lines = [f"{row.key}    ({row.url})"]
+    for cell in row.cells:
+        column = f"{cell.family}:{cell.qualifier}"
+        text = _summary(cell)
+        if len(text) > width:
+            text = f"{text[: width - 1]}… ({len(text)} chars)"
+        lines.append(f"  {column:<40} {_iso(cell.timestamp)}  {text}")
+    return lines

@@ -24,13 +24,14 @@ from typing import Any
 
 import msgspec
 
+from crawlspace.config import CrawlConfig
 from crawlspace.fetch import FetchResult
 from crawlspace.parse import ParsedPage
 from crawlspace.store.crawltable import DEFAULT_MAX_VERSIONS, CrawlTable
 from crawlspace.store.warc import Capture, RecoveredFile, WarcWriter, fetch_metadata
 from crawlspace.urls import InvalidURL, normalize
 
-WARC_DIR = "warc"
+WARC_DIR = "warc"  # keep in step with warc.warc_directory
 TABLE_DIR = "table"
 
 
@@ -44,6 +45,24 @@ class StoreOptions:
     flush_pages: int = 500
     flush_seconds: float = 1.0
     sync: bool = True
+
+    @classmethod
+    def from_config(cls, config: CrawlConfig) -> StoreOptions:
+        return cls(
+            warc_max_bytes=config.warc_max_bytes,
+            warc_prefix=config.warc_prefix,
+            warc_compression_level=config.warc_compression_level,
+            store_text=config.store_text,
+            max_versions={
+                "title": config.table_title_versions,
+                "content": config.table_content_versions,
+                "fetch": config.table_fetch_versions,
+                "anchor": config.table_anchor_versions,
+            },
+            flush_pages=config.store_flush_pages,
+            flush_seconds=config.store_flush_seconds,
+            sync=config.store_sync,
+        )
 
 
 class FetchInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -128,7 +147,9 @@ class PageStore:
             compression_level=self.options.warc_compression_level,
             info=warcinfo,
         )
-        self.table = CrawlTable(self.out_dir / TABLE_DIR, max_versions=self.options.max_versions, sync=self.options.sync)
+        self.table = CrawlTable(
+            self.out_dir / TABLE_DIR, max_versions=self.options.max_versions, sync=self.options.sync
+        )
         self._clock = clock
         self._last_flush = clock()
         self._unflushed_pages = 0

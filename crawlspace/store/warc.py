@@ -30,6 +30,7 @@ import hashlib
 import os
 import re
 import socket
+import typing
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-dig
 CONFORMS_TO = "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
 _DROPPED_RESPONSE_HEADERS = frozenset({"transfer-encoding"})
 _GZIP_WBITS = 31
+_GZIP_ERROR = typing.cast(type[Exception], isal_zlib.error)  # the stub types it as an instance
 _READ_CHUNK = 1 << 20
 _FILE_NAME = re.compile(r"^(?P<prefix>.+)-(?P<stamp>\d{20})-(?P<serial>\d{5,})-(?P<pid>\d+)~(?P<host>[^/]+)\.warc\.gz$")
 
@@ -65,16 +67,6 @@ def warc_date(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def parse_warc_date(value: str) -> datetime:
-    text = value.strip().rstrip("Z")
-    for pattern in ("%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S"):
-        try:
-            return datetime.strptime(text, pattern).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-    raise ValueError(f"not a WARC date: {value!r}")
-
-
 def new_record_id() -> str:
     return f"<urn:uuid:{uuid.uuid4()}>"
 
@@ -86,13 +78,6 @@ def _clean(value: str) -> str:
 
 class WarcFormatError(ValueError):
     """A WARC file or record that is not what this module writes."""
-
-
-@dataclass(slots=True, frozen=True)
-class RecordLocation:
-    filename: str
-    offset: int
-    length: int
 
 
 @dataclass(slots=True, frozen=True)
@@ -326,9 +311,7 @@ class WarcWriter:
         self.records_written += len(members)
         return offset
 
-    def write_exchange(
-        self, result: FetchResult, *, metadata: Sequence[tuple[str, str]] | None = None
-    ) -> Capture:
+    def write_exchange(self, result: FetchResult, *, metadata: Sequence[tuple[str, str]] | None = None) -> Capture:
         """response + request (+ metadata) records of one fetch; returns where the response is."""
         current = self._ensure_file()
         date = warc_date(result.started)
@@ -516,7 +499,14 @@ class StoredRecord:
                 mime = http_headers.get("content-type", "unk").split(";")[0].strip().lower() or "unk"
         digest = self.headers.get("warc-payload-digest", "")
         return CdxjEntry.for_capture(
-            url, date, mime=mime, status=status, digest=digest, length=self.length, offset=self.offset, filename=filename
+            url,
+            date,
+            mime=mime,
+            status=status,
+            digest=digest,
+            length=self.length,
+            offset=self.offset,
+            filename=filename,
         )
 
 
@@ -544,7 +534,7 @@ def iter_records(path: str | Path) -> Iterator[StoredRecord]:
                         break
                 try:
                     pieces.append(decompressor.decompress(pending))
-                except isal_zlib.error as exc:
+                except _GZIP_ERROR as exc:
                     if consumed == 0 and not pieces:
                         yield StoredRecord(offset, 0, {}, b"", problem=f"not gzip at offset {offset}: {exc}")
                     else:
@@ -599,7 +589,7 @@ def read_record(path: str | Path, offset: int, length: int | None = None) -> Sto
                 if not more:
                     break
                 raw += decompressor.decompress(more)
-        except isal_zlib.error as exc:
+        except _GZIP_ERROR as exc:
             raise WarcFormatError(f"{path}: no gzip member at offset {offset}: {exc}") from None
         if not decompressor.eof:
             raise WarcFormatError(f"{path}: torn gzip member at offset {offset}")
@@ -640,3 +630,56 @@ def _request_head(result: FetchResult) -> bytes:
     if not any(k.lower() == "host" for k, _ in result.request_headers):
         lines.insert(1, f"Host: {parts.netloc}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", errors="replace")
+
+
+@dataclass(slots=True, frozen=True)
+class IndexedFile:
+    """What `rebuild_indexes` found in one WARC file."""
+
+    path: Path
+    captures: int
+    records: int
+    problem: str
+
+
+def warc_directory(path: str | Path) -> Path:
+    """The WARC directory of a crawl directory, or the directory itself if it holds WARC files."""
+    path = Path(path)
+    return path / "warc" if (path / "warc").is_dir() else path
+
+
+def rebuild_indexes(directory: str | Path, *, repair: bool = False) -> list[IndexedFile]:
+    """Write the CDXJ index of every WARC file in `directory` again (`crawlspace warc index`).
+
+    Files being written by a live process are skipped. A file with a torn or malformed record is
+    indexed up to it and reported; with `repair`, dead writers' files are first recovered (the
+    bad tail cut off), as a resumed crawl does.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"no such directory: {directory}")
+    if repair:
+        WarcWriter.recover(directory)
+    hostname = socket.gethostname().replace("/", "_") or "localhost"
+    results: list[IndexedFile] = []
+    for path in sorted(directory.glob("*" + WARC_SUFFIX)):
+        match = _FILE_NAME.match(path.name)
+        if match and match["host"] == hostname and not cdxj_path(path).exists():
+            pid = int(match["pid"])
+            if pid != os.getpid() and _process_alive(pid):
+                results.append(IndexedFile(path, 0, 0, f"skipped: being written by process {pid}"))
+                continue
+        entries: list[CdxjEntry] = []
+        records = 0
+        problem = ""
+        for record in iter_records(path):
+            if record.problem:
+                problem = record.problem
+                break
+            records += 1
+            entry = record.cdxj_entry(path.name)
+            if entry is not None:
+                entries.append(entry)
+        write_cdxj(cdxj_path(path), entries)
+        results.append(IndexedFile(path, len(entries), records, problem))
+    return results
