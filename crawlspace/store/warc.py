@@ -292,7 +292,7 @@ class WarcWriter:
                     _request_head(result),
                 )
             )
-        if metadata is not None:
+        if metadata:
             block = "".join(f"{_clean(k)}: {_clean(v)}\r\n" for k, v in metadata).encode("utf-8")
             members.append(
                 self._member(
@@ -401,16 +401,18 @@ class WarcWriter:
         hostname = socket.gethostname().replace("/", "_") or "localhost"
         recovered: list[RecoveredFile] = []
         for path in sorted(directory.glob("*" + WARC_SUFFIX)):
-            if cdxj_path(path).exists():
-                continue
-            match = _FILE_NAME.match(path.name)
-            if match and match["host"] == hostname and _process_alive(int(match["pid"])):
+            if cdxj_path(path).exists() or _written_by_live_process(path, hostname) is not None:
                 continue
             recovered.append(_recover_file(path))
         return recovered
 
 
-def _process_alive(pid: int) -> bool:
+def _process_alive(pid: int, since: str | None = None) -> bool:
+    """Whether process `pid` runs and (when `since`, the file's name stamp, is given) started before it.
+
+    The start-time check tells a writer still alive from an unrelated process that was given
+    the dead writer's pid later (after a reboot, say).
+    """
     if pid == os.getpid():
         return True
     try:
@@ -418,8 +420,36 @@ def _process_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
+    if since is not None:
+        started = _process_start_time(pid)
+        try:
+            created = datetime.strptime(since, "%Y%m%d%H%M%S%f").replace(tzinfo=UTC).timestamp()
+        except ValueError:
+            return True
+        return started is None or started <= created + 2.0
     return True
+
+
+def _process_start_time(pid: int) -> float | None:
+    """Wall-clock start of a process from /proc (Linux); None where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat", encoding="ascii") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime "))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _written_by_live_process(path: Path, hostname: str) -> int | None:
+    """The pid of the live process on this machine that is writing `path`, if any."""
+    match = _FILE_NAME.match(path.name)
+    if not match or match["host"] != hostname:
+        return None
+    pid = int(match["pid"])
+    return pid if _process_alive(pid, match["stamp"]) else None
 
 
 def _next_serial(directory: Path, prefix: str) -> int:
@@ -663,10 +693,9 @@ def rebuild_indexes(directory: str | Path, *, repair: bool = False) -> list[Inde
     hostname = socket.gethostname().replace("/", "_") or "localhost"
     results: list[IndexedFile] = []
     for path in sorted(directory.glob("*" + WARC_SUFFIX)):
-        match = _FILE_NAME.match(path.name)
-        if match and match["host"] == hostname and not cdxj_path(path).exists():
-            pid = int(match["pid"])
-            if pid != os.getpid() and _process_alive(pid):
+        if not cdxj_path(path).exists():
+            pid = _written_by_live_process(path, hostname)
+            if pid is not None and pid != os.getpid():
                 results.append(IndexedFile(path, 0, 0, f"skipped: being written by process {pid}"))
                 continue
         entries: list[CdxjEntry] = []
