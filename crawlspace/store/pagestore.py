@@ -71,6 +71,11 @@ class FetchInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
     status: int
     outcome: str
     fetched: float
+    fetches: int
+    """Fetches of this URL so far, this one included (with `changes` and `first_fetched`: the
+    counts a change-rate estimator needs, kept even when old versions are trimmed)."""
+    changes: int
+    first_fetched: float
     duration: float = 0.0
     fingerprint: int | None = None
     etag: str | None = None
@@ -84,9 +89,6 @@ class FetchInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
     depth: int | None = None
     duplicate_of: str | None = None
     changed: bool | None = None
-    fetches: int = 1
-    changes: int = 0
-    first_fetched: float = 0.0
 
 
 @dataclass(slots=True)
@@ -340,6 +342,8 @@ def _fetch_info(
         error=result.error or None,
         depth=depth,
         duplicate_of=duplicate_of,
+        fetches=1,
+        changes=0,
         first_fetched=now,
     )
     if previous:

@@ -565,10 +565,7 @@ def iter_records(path: str | Path) -> Iterator[StoredRecord]:
                 try:
                     pieces.append(decompressor.decompress(pending))
                 except _GZIP_ERROR as exc:
-                    if consumed == 0 and not pieces:
-                        yield StoredRecord(offset, 0, {}, b"", problem=f"not gzip at offset {offset}: {exc}")
-                    else:
-                        yield StoredRecord(offset, 0, {}, b"", problem=f"corrupt gzip member at offset {offset}")
+                    yield StoredRecord(offset, 0, {}, b"", problem=f"no valid gzip member at offset {offset}: {exc}")
                     return
                 used = len(pending) - len(decompressor.unused_data)
                 consumed += used
