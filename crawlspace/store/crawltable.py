@@ -49,6 +49,7 @@ from crawlspace.store.rowkey import is_url, row_key, url_of
 
 FAMILIES: dict[str, int] = {"title": 1, "content": 2, "fetch": 3, "anchor": 4}
 FAMILY_NAMES: dict[int, str] = {code: name for name, code in FAMILIES.items()}
+_FAMILY_BYTES: dict[str, bytes] = {name: bytes((code,)) for name, code in FAMILIES.items()}
 DEFAULT_MAX_VERSIONS: dict[str, int] = {"title": 3, "content": 3, "fetch": 16, "anchor": 1}
 FORMAT_KEY = b"\x00format"
 FORMAT = b"crawlspace-table-1"
@@ -146,10 +147,9 @@ def _family_code(family: str) -> int:
 
 
 def _check_part(text: str, what: str) -> bytes:
-    data = text.encode("utf-8", "surrogatepass")
-    if b"\x00" in data:
+    if "\x00" in text:
         raise ValueError(f"{what} contains a NUL character: {text[:80]!r}")
-    return data
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _successor(prefix: bytes) -> bytes | None:
@@ -170,7 +170,7 @@ class CrawlTable:
         max_versions: Mapping[str, int] | None = None,
         readonly: bool = False,
         sync: bool = True,
-        zstd_level: int = 3,
+        zstd_level: int = 1,
     ) -> None:
         self.path = Path(path)
         self.max_versions = dict(DEFAULT_MAX_VERSIONS)
@@ -271,6 +271,31 @@ class CrawlTable:
         key = self._cell_prefix(self._row(url), family, self._qualifier_key(family, qualifier))
         self._batch.put(key + _TS.pack(_MAX_TS - micros), self._encode(value))
         self._pending += 1
+
+    def put_cells(self, key: str, cells: Sequence[tuple[str, str, Any]], timestamp: float) -> None:
+        """Versions of several cells of one row at one time: (family, qualifier, value) each.
+
+        The fast path of the page store: `key` is a row key (not a URL) and anchor qualifiers are
+        row keys too, so nothing is parsed here.
+        """
+        self._check_writable()
+        row = _check_part(key, "row key") + b"\x00"
+        stamp = b"\x00" + _TS.pack(_MAX_TS - int(timestamp * 1_000_000))
+        put = self._batch.put
+        for family, qualifier, value in cells:
+            put(row + _FAMILY_BYTES[family] + _check_part(qualifier, "qualifier") + stamp, self._encode(value))
+        self._pending += len(cells)
+
+    def put_anchors(self, source_key: str, anchors: Sequence[tuple[str, str]], timestamp: float) -> None:
+        """Anchor cells from one linking page (its row key) on the rows of its targets: (target key, text)."""
+        self._check_writable()
+        qualifier = b"\x00" + _FAMILY_BYTES["anchor"] + _check_part(source_key, "qualifier")
+        stamp = b"\x00" + _TS.pack(_MAX_TS - int(timestamp * 1_000_000))
+        put = self._batch.put
+        encode = self._encode
+        for target_key, text in anchors:
+            put(_check_part(target_key, "row key") + qualifier + stamp, encode(text))
+        self._pending += len(anchors)
 
     def delete(self, url: str, family: str, *, qualifier: str = "", timestamp: float | None = None) -> None:
         """Delete one version of a cell, or all of them when `timestamp` is None (at the next commit)."""
@@ -381,6 +406,23 @@ class CrawlTable:
         for row in self._rows(base + bytes((codes[0],)), base + bytes((codes[-1] + 1,)), codes, versions):
             return row
         return None
+
+    def latest(self, url: str, cells: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Cell]:
+        """The newest version of each named (family, qualifier) cell of a row that has one.
+
+        One seek per cell and nothing else decoded: what a writer that needs a few cells of a
+        possibly large row (a page with its text and thousands of anchors) reads.
+        """
+        base = _check_part(self._row(url), "row key") + b"\x00"
+        found: dict[tuple[str, str], Cell] = {}
+        for family, qualifier in cells:
+            prefix = base + _FAMILY_BYTES[family] + _check_part(self._qualifier_key(family, qualifier), "qualifier")
+            prefix += b"\x00"
+            for key, value in self._range(prefix, _successor(prefix)):
+                micros = _MAX_TS - _TS.unpack_from(key, len(key) - 8)[0]
+                found[(family, qualifier)] = Cell(family, qualifier, micros / 1_000_000, self._decode(value))
+                break
+        return found
 
     def scan(
         self,

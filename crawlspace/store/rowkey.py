@@ -31,6 +31,8 @@ class RowKeyError(ValueError):
 def _is_ip(host: str) -> bool:
     if host.startswith("["):
         return True
+    if not host[-1:].isdigit():  # fast path: a name's last label is never all digits
+        return False
     try:
         ipaddress.IPv4Address(host)
     except ValueError:
