@@ -35,17 +35,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fastwarc.stream_io import GzipWriter  # noqa: E402
-from fastwarc.warc import WarcRecord, WarcRecordType  # noqa: E402
-from pages import PageFactory  # noqa: E402
-from warcio.statusandheaders import StatusAndHeaders  # noqa: E402
-from warcio.warcwriter import WARCWriter  # noqa: E402
+from fastwarc.stream_io import GzipWriter
+from fastwarc.warc import WarcRecord, WarcRecordType
+from pages import PageFactory
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
-import crawlspace.store.warc as warc_module  # noqa: E402
-from crawlspace.fetch import FetchResult, Outcome  # noqa: E402
-from crawlspace.parse import Link, ParsedPage  # noqa: E402
-from crawlspace.store.pagestore import PageStore, StoreOptions  # noqa: E402
-from crawlspace.store.warc import WarcWriter, fetch_metadata  # noqa: E402
+import crawlspace.store.warc as warc_module
+from crawlspace.fetch import FetchResult, Outcome
+from crawlspace.parse import Link, ParsedPage
+from crawlspace.store.pagestore import PageStore, StoreOptions
+from crawlspace.store.warc import WarcWriter, fetch_metadata
 
 TARGET_PAGES_PER_SECOND = 3000
 
@@ -264,7 +264,8 @@ def main() -> None:
         )
     store_wall = median("page store: WARC + crawl table", "wall")
     print(
-        f"\npage store: {store_run.cells / store_wall:,.0f} table cells/s ({store_run.cells / args.pages:.0f} per page),"
+        f"\npage store: {store_run.cells / store_wall:,.0f} table cells/s"
+        f" ({store_run.cells / args.pages:.0f} per page),"
         f" {args.pages / store_wall:,.0f} pages/s against the {TARGET_PAGES_PER_SECOND:,} pages/s target:"
         f" {'met' if args.pages / store_wall >= TARGET_PAGES_PER_SECOND else 'NOT met'}"
     )

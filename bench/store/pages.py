@@ -12,7 +12,34 @@ from dataclasses import dataclass, field
 _ONSETS = ("b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "br", "ch", "st", "th", "tr")
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "ou")
 _CODAS = ("", "", "n", "r", "s", "t", "l", "nd", "st", "ck")
-_COMMON = "the of and to a in is it you that he was for on are with as his they be at one have this from or".split()
+_COMMON = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "a",
+    "in",
+    "is",
+    "it",
+    "you",
+    "that",
+    "he",
+    "was",
+    "for",
+    "on",
+    "are",
+    "with",
+    "as",
+    "his",
+    "they",
+    "be",
+    "at",
+    "one",
+    "have",
+    "this",
+    "from",
+    "or",
+]
 
 
 @dataclass(slots=True)

@@ -29,7 +29,7 @@ import msgspec
 import zstandard
 
 sys.path.insert(0, str(Path(__file__).parent))
-from pages import PageFactory  # noqa: E402
+from pages import PageFactory
 
 try:
     import rocksdict
@@ -151,7 +151,7 @@ def workload(pages: int, batch: int) -> Iterator[list[tuple[bytes, bytes]]]:
         items.append((cell(row, 2, b"warc", ts), encoder.encode(["crawl-20260101-00001.warc.gz", number * 9000, 9000])))
         items.append((cell(row, 2, b"outlinks", ts), compressor.compress(encoder.encode(page.links))))
         items.append((cell(row, 4, b"", ts), encoder.encode({"status": 200, "fp": number, "time": ts, "etag": "x"})))
-        for href, text in page.links:
+        for _href, text in page.links:
             target = rowkey(factory.random_url())
             items.append((cell(target, 3, row, ts), text.encode()))
         if (number + 1) % batch == 0:
@@ -214,8 +214,9 @@ def main() -> None:
     backends: list[type] = [SqliteBackend, LmdbBackend] + ([RocksBackend] if rocksdict is not None else [])
     for backend_type in backends:
         result = run(backend_type, args.pages, args.batch, batches)
+        cells_per_s = result["pages_per_s"] * cells / args.pages
         print(
-            f"{backend_type.name:8s} write {result['pages_per_s']:8.0f} pages/s ({result['pages_per_s'] * cells / args.pages:9.0f} cells/s)"
+            f"{backend_type.name:8s} write {result['pages_per_s']:8.0f} pages/s ({cells_per_s:9.0f} cells/s)"
             f"  disk {result['bytes_per_page']:7.0f} B/page  row gets {result['row_gets_per_s']:7.0f}/s"
             f"  scan {result['scan_cells_per_s']:8.0f} cells/s"
         )

@@ -52,7 +52,7 @@ def test_large_values_are_compressed(tmp_path: Path) -> None:
         table.put("http://a.test/", "content", "word " * 20000, qualifier="text")
         table.commit()
         stored = list(table._range(b"test.a", None))
-    (key, value) = [item for item in stored if item[0].startswith(b"test.a")][0]
+    value = next(value for key, value in stored if key.startswith(b"test.a"))
     assert value[:1] == b"\x01" and len(value) < 1000
 
 

@@ -49,9 +49,15 @@ def test_jsonl_export_has_every_fetched_page(tmp_path: Path, store_text: bool) -
     assert article["fetch_time"] == "2023-11-14T22:13:21Z"
     assert "The text of Article A." in article["text"]  # from the table, or parsed again from the WARC
     assert article["outlinks"] == ["http://www.example.test/b", HOME]
-    assert by_url["http://www.example.test/gone"]["status"] == 404 and by_url["http://www.example.test/gone"]["text"] is None
+    assert (
+        by_url["http://www.example.test/gone"]["status"] == 404
+        and by_url["http://www.example.test/gone"]["text"] is None
+    )
     assert [record["url"] for record in records] == [
-        "http://blog.example.test/post", HOME, "http://www.example.test/a", "http://www.example.test/b",
+        "http://blog.example.test/post",
+        HOME,
+        "http://www.example.test/a",
+        "http://www.example.test/b",
         "http://www.example.test/gone",
     ]
 
@@ -64,7 +70,10 @@ def test_parquet_export_reads_back(tmp_path: Path) -> None:
     assert table.schema.field("outlinks").type.value_type == "string"
     assert table.schema.field("fetch_time").type.tz == "UTC"
     rows = {row["url"]: row for row in table.to_pylist()}
-    assert rows[HOME]["title"] == "Home" and rows[HOME]["outlinks"] == ["http://www.example.test/a", "http://www.example.test/b"]
+    assert rows[HOME]["title"] == "Home" and rows[HOME]["outlinks"] == [
+        "http://www.example.test/a",
+        "http://www.example.test/b",
+    ]
 
 
 def test_export_errors_are_specific(tmp_path: Path) -> None:

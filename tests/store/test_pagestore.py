@@ -22,8 +22,9 @@ def store_at(path: Path, **options: object) -> PageStore:
     return PageStore(path, StoreOptions(**options), warcinfo={"isPartOf": "test"})  # type: ignore[arg-type]
 
 
-def record_page(store: PageStore, url: str, title: str, links: list[tuple[str, str]], *, started: float,
-                fingerprint: int = 1) -> Capture | None:
+def record_page(
+    store: PageStore, url: str, title: str, links: list[tuple[str, str]], *, started: float, fingerprint: int = 1
+) -> Capture | None:
     body = html_page(title, f"text of {title}", links)
     return store.record(
         fetch_result(url, body, started=started, extra_headers=[("ETag", f'"{fingerprint}"')]),
@@ -45,7 +46,9 @@ def warc_records(directory: Path) -> list[tuple[str, str, dict[str, str]]]:
 
 def test_a_page_becomes_warc_records_and_a_row(tmp_path: Path) -> None:
     with store_at(tmp_path) as store:
-        capture = record_page(store, A, "Page A", [("http://b.test/page", " to  B "), ("http://a.test/self", "self")], started=1e9)
+        capture = record_page(
+            store, A, "Page A", [("http://b.test/page", " to  B "), ("http://a.test/self", "self")], started=1e9
+        )
     assert capture is not None
     types = [(kind, url) for kind, url, _ in warc_records(tmp_path)]
     assert types == [("warcinfo", ""), ("response", A), ("request", A), ("metadata", A)]
@@ -162,8 +165,15 @@ def test_a_failed_fetch_gets_a_fetch_cell_only(tmp_path: Path) -> None:
         row = store.table.get(A)
     assert row is not None and [cell.family for cell in row.cells] == ["fetch"]
     assert row.fetch == {
-        "status": 0, "outcome": "timeout", "fetched": 1e9, "fetches": 1, "changes": 0, "first_fetched": 1e9,
-        "duration": 30.0, "error": "read timeout", "depth": 2,
+        "status": 0,
+        "outcome": "timeout",
+        "fetched": 1e9,
+        "fetches": 1,
+        "changes": 0,
+        "first_fetched": 1e9,
+        "duration": 30.0,
+        "error": "read timeout",
+        "depth": 2,
     }
     assert [kind for kind, _, _ in warc_records(tmp_path)] == []
     assert store.stats.failures == 1
