@@ -13,6 +13,7 @@ import click
 
 from crawlspace.config import ConfigError, CrawlConfig
 from crawlspace.crawl.engine import CrawlEngine, read_seeds
+from crawlspace.store import CrawlTableError
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -106,7 +107,10 @@ def crawl(
         click.echo(f"crawlspace: warning: {seeds_file}:{problem.line}: {problem.reason}; skipped", err=True)
     if not seeds:
         fail(f"no valid seed URL in {seeds_file}")
-    stats = run_crawl(config, out, seeds, invalid_seeds=len(problems), live=live)
+    try:
+        stats = run_crawl(config, out, seeds, invalid_seeds=len(problems), live=live)
+    except CrawlTableError as exc:  # e.g. another crawl holds the directory's table
+        fail(str(exc))
     click.echo(json.dumps(stats, indent=2))
 
 
@@ -208,14 +212,17 @@ def table_get(directory: Path, url: str, versions: int, families: tuple[str, ...
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Rows to print.")
 @click.option("--family", "families", multiple=True, help="Only these column families.")
 @click.option("--keys", "keys_only", is_flag=True, help="Print row keys only.")
-def table_scan(directory: Path, prefix: str, limit: int, families: tuple[str, ...], keys_only: bool) -> None:
+@click.option("--anchors", type=click.IntRange(min=0), default=5, show_default=True, help="Anchor cells shown per row.")
+def table_scan(
+    directory: Path, prefix: str, limit: int, families: tuple[str, ...], keys_only: bool, anchors: int
+) -> None:
     """Print the rows whose key starts with PREFIX (e.g. com.example), in row-key order."""
     from crawlspace.store.crawltable import format_row
 
     with _open_table(directory) as table:
         try:
             for row in table.scan(prefix, family=families or None, limit=limit):
-                click.echo(row.key if keys_only else "\n".join(format_row(row, width=60)))
+                click.echo(row.key if keys_only else "\n".join(format_row(row, width=60, max_anchors=anchors)))
         except ValueError as exc:
             fail(str(exc))
 

@@ -193,6 +193,10 @@ class CrawlTable:
             access = rocksdict.AccessType.read_only() if readonly else rocksdict.AccessType.read_write()
             self._db: rocksdict.Rdict = rocksdict.Rdict(str(self.path), options=options, access_type=access)
         except Exception as exc:  # rocksdict raises plain Exception for lock and I/O errors
+            if "lock" in str(exc).lower():
+                raise CrawlTableError(
+                    f"crawl table {self.path} is in use by another writer (is a crawl running in this directory?)"
+                ) from None
             raise CrawlTableError(f"cannot open crawl table {self.path}: {exc}") from None
         self._write_options = rocksdict.WriteOptions()
         self._write_options.sync = sync
@@ -465,13 +469,24 @@ def _summary(cell: Cell) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def format_row(row: Row, *, width: int = 100) -> list[str]:
-    """A row as an HBase-shell-like listing: one line per cell version, `family:qualifier time value`."""
+def format_row(row: Row, *, width: int = 100, max_anchors: int | None = None) -> list[str]:
+    """A row as an HBase-shell-like listing: one line per cell version, `family:qualifier time value`.
+
+    With `max_anchors`, anchor cells beyond that many are counted instead of listed (scans of
+    popular pages would otherwise print thousands of lines per row).
+    """
     lines = [f"{row.key}    ({row.url})"]
+    anchors = 0
     for cell in row.cells:
+        if cell.family == "anchor":
+            anchors += 1
+            if max_anchors is not None and anchors > max_anchors:
+                continue
         column = f"{cell.family}:{cell.qualifier}"
         text = _summary(cell)
         if len(text) > width:
             text = f"{text[: width - 1]}… ({len(text)} chars)"
         lines.append(f"  {column:<40} {_iso(cell.timestamp)}  {text}")
+    if max_anchors is not None and anchors > max_anchors:
+        lines.append(f"  … and {anchors - max_anchors} more anchor cells (table get shows them all)")
     return lines

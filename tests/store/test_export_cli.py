@@ -143,3 +143,27 @@ def test_cli_export(tmp_path: Path) -> None:
     code, output = run("export", str(tmp_path), "--format", "jsonl", "-o", str(tmp_path / "out.jsonl"))
     assert code == 0 and "5 pages written" in output
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 5
+
+
+def test_a_crawl_into_a_directory_in_use_fails_clearly(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from crawlspace.store import CrawlTable
+
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://a.test/\n")
+    with CrawlTable(tmp_path / "crawl" / "table"):
+        done = subprocess.run(
+            [sys.executable, "-m", "crawlspace", "crawl", str(seeds), "--out", str(tmp_path / "crawl")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])),
+        )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"crawlspace: error: crawl table {tmp_path / 'crawl' / 'table'} is in use by another writer"
+        " (is a crawl running in this directory?)"
+    ]

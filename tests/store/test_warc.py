@@ -132,6 +132,16 @@ def test_header_values_cannot_inject_fields(tmp_path: Path) -> None:
     assert types == ["warcinfo", "response", "request"]
 
 
+def test_metadata_values_cannot_forge_fields(tmp_path: Path) -> None:
+    writer = WarcWriter(tmp_path)
+    result = fetch_result("http://evil.test/", b"x")
+    writer.write_exchange(result, metadata=[("outlink", "http://a.test/\r\nforged: yes"), ("via", "ok")])
+    writer.close()
+    (path,) = warc_files(tmp_path)
+    metadata = next(record for record in iter_records(path) if record.type == "metadata")
+    assert metadata.block == b"outlink: http://a.test/  forged: yes\r\nvia: ok\r\n"
+
+
 def test_revisit_refuses_a_different_payload(tmp_path: Path) -> None:
     writer = WarcWriter(tmp_path)
     original = writer.write_exchange(fetch_result("http://a.test/", b"one"))
