@@ -107,8 +107,12 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         int, _doc("gzip effort of WARC records, ISA-L levels: 0 fastest, 3 smallest (1: 5x zlib's speed).", ge=0, le=3)
     ] = 1
     store_text: Annotated[
-        bool, _doc("Keep the extracted text in the crawl table (content:text); false keeps only WARC pointers.")
-    ] = True
+        bool,
+        _doc(
+            "Keep the extracted text in the crawl table (content:text, zstd) besides the WARC pointer. Off by default:"
+            " it costs a quarter of the store's CPU per page; export re-extracts text from the WARC record."
+        ),
+    ] = False
     table_title_versions: Annotated[int, _doc("Versions kept of a page's title cell.", ge=1, le=1000)] = 3
     table_content_versions: Annotated[
         int, _doc("Versions kept of each content cell (text, WARC pointer, outlinks).", ge=1, le=1000)

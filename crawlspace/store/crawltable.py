@@ -12,8 +12,9 @@ so that a row is one contiguous key range, its families follow each other in a f
 touching its thousands of anchors), and within a cell the newest version comes first. Qualifiers
 of `anchor` are the linking pages' row keys (reversed hosts, as the seed has it); `content` has
 `text`, `warc` (file, offset, length, record id, date, payload digest of the WARC response) and
-`outlinks`; `title` and `fetch` have the empty qualifier. Values are msgpack; values over 512 bytes
-(texts, outlink lists) are compressed with zstd.
+`outlinks`; `title` and `fetch` have the empty qualifier. Values are msgpack (anchor texts plain
+UTF-8), behind a one-byte tag; values over 512 bytes (texts, outlink lists) are compressed with
+zstd level 1 (on the benchmark's text, 2.41x at 70 us per 22 KB text; level 3: 2.48x, a third slower).
 
 Versions: each family keeps at most `max_versions[family]` versions of a cell. Reads never return
 more; older versions are deleted when a cell is rewritten through `trim` (the page store does so
@@ -57,6 +58,7 @@ COMPRESS_OVER = 512
 _MAX_TS = (1 << 64) - 1
 _RAW = b"\x00"
 _ZSTD = b"\x01"
+_TEXT = b"\x02"
 _TS = struct.Struct(">Q")
 
 
@@ -249,8 +251,11 @@ class CrawlTable:
         return _RAW + data
 
     def _decode(self, data: bytes) -> Any:
-        if data[:1] == _ZSTD:
+        tag = data[:1]
+        if tag == _ZSTD:
             return self._decoder.decode(self._decompressor.decompress(data[1:]))
+        if tag == _TEXT:
+            return data[1:].decode("utf-8", "surrogatepass")
         return self._decoder.decode(data[1:])
 
     def _parse_key(self, key: bytes) -> tuple[str, str, str, float]:
@@ -293,12 +298,11 @@ class CrawlTable:
     def put_anchors(self, source_key: str, anchors: Sequence[tuple[str, str]], timestamp: float) -> None:
         """Anchor cells from one linking page (its row key) on the rows of its targets: (target key, text)."""
         self._check_writable()
-        qualifier = b"\x00" + _FAMILY_BYTES["anchor"] + _check_part(source_key, "qualifier")
-        stamp = b"\x00" + _TS.pack(_MAX_TS - int(timestamp * 1_000_000))
+        suffix = b"\x00" + _FAMILY_BYTES["anchor"] + _check_part(source_key, "qualifier")
+        suffix += b"\x00" + _TS.pack(_MAX_TS - int(timestamp * 1_000_000))
         put = self._batch.put
-        encode = self._encode
-        for target_key, text in anchors:
-            put(_check_part(target_key, "row key") + qualifier + stamp, encode(text))
+        for target_key, text in anchors:  # anchor texts are short: stored as tagged UTF-8, not msgpack
+            put(_check_part(target_key, "row key") + suffix, _TEXT + text.encode("utf-8", "surrogatepass"))
         self._pending += len(anchors)
 
     def delete(self, url: str, family: str, *, qualifier: str = "", timestamp: float | None = None) -> None:

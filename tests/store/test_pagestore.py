@@ -45,7 +45,7 @@ def warc_records(directory: Path) -> list[tuple[str, str, dict[str, str]]]:
 
 
 def test_a_page_becomes_warc_records_and_a_row(tmp_path: Path) -> None:
-    with store_at(tmp_path) as store:
+    with store_at(tmp_path, store_text=True) as store:
         capture = record_page(
             store, A, "Page A", [("http://b.test/page", " to  B "), ("http://a.test/self", "self")], started=1e9
         )
@@ -96,9 +96,10 @@ def test_writes_are_batched(tmp_path: Path) -> None:
     store.close()
 
 
-def test_refetch_keeps_change_history_and_version_limits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store_text", [False, True])
+def test_refetch_keeps_change_history_and_version_limits(tmp_path: Path, store_text: bool) -> None:
     versions = {"title": 2, "content": 2, "fetch": 3, "anchor": 1}
-    with store_at(tmp_path, max_versions=versions, flush_pages=1) as store:
+    with store_at(tmp_path, max_versions=versions, flush_pages=1, store_text=store_text) as store:
         record_page(store, A, "v0", [(B, "b0"), (C, "c0")], started=1000.0, fingerprint=10)
         record_page(store, A, "v1", [(B, "b1")], started=2000.0, fingerprint=10)
         record_page(store, A, "v2", [(B, "b2"), (C, "c2")], started=3000.0, fingerprint=11)
@@ -113,7 +114,8 @@ def test_refetch_keeps_change_history_and_version_limits(tmp_path: Path) -> None
         assert [f.get("changed") for f in fetches] == [True, True, False]
         assert fetches[0]["fetches"] == 4 and fetches[0]["changes"] == 2 and fetches[0]["first_fetched"] == 1000.0
         stored = [key for key, _ in table._range(b"test.a/http/\x00", b"test.a/http/\x01")]
-        assert len(stored) == 2 + 3 + 2 * 3  # title, fetch, content text/warc/outlinks: nothing beyond the limits
+        content_cells = 3 if store_text else 2  # warc, outlinks (and text)
+        assert len(stored) == 2 + 3 + 2 * content_cells  # nothing beyond the limits
         b_row = table.get(B, versions=10)
         assert b_row is not None and [cell.value for cell in b_row.cells] == ["b3"]
         assert table.get(C) is None  # the link to C is gone: its anchor went with it
@@ -189,8 +191,8 @@ def test_a_redirect_keeps_its_location(tmp_path: Path) -> None:
     assert row.fetch["status"] == 301 and row.fetch["location"] == "http://a.test/new"
 
 
-def test_text_can_be_left_to_the_warc(tmp_path: Path) -> None:
-    with store_at(tmp_path, store_text=False) as store:
+def test_text_is_left_to_the_warc_by_default(tmp_path: Path) -> None:
+    with store_at(tmp_path) as store:
         record_page(store, A, "T", [], started=1e9)
         store.flush()
         row = store.table.get(A)

@@ -78,3 +78,19 @@ def test_digit_suffixed_domain_does_not_split_a_domain() -> None:
     urls = ["http://example.com/", "http://www.example.com/", "http://example0.com/", "http://a.example.com/"]
     keys = sorted(row_key(url) for url in urls)
     assert keys[-1] == "com.example0/http/" or keys[0] == "com.example0/http/"
+
+
+@given(
+    scheme=st.sampled_from(["http", "https", "HTTP", "ftp"]),
+    host=st.one_of(hosts, st.just("127.0.0.1"), st.just("[::1]"), st.just("UPPER.Example.COM")),
+    port=st.one_of(st.none(), st.integers(1, 65535)),
+    userinfo=st.one_of(st.none(), st.just("user:pw")),
+    path=paths,
+)
+def test_fast_path_agrees_with_the_general_parser(
+    scheme: str, host: str, port: int | None, userinfo: str | None, path: str
+) -> None:
+    from crawlspace.store.rowkey import _row_key_general
+
+    url = f"{scheme}://{userinfo + '@' if userinfo else ''}{host}{':' + str(port) if port else ''}/{path}"
+    assert row_key(url) == _row_key_general(url)
