@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from crawlspace.simweb.model import (
     DIRS,
@@ -35,7 +36,7 @@ TEXT = "text/plain; charset=utf-8"
 INTRO_WORDS = 30
 TRAP_START = (2026, 11)
 _CALENDAR = re.compile(r"/cal/(\d{4,6})/(\d\d)/")
-_REASONS = {404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS = MappingProxyType({404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable"})
 _MONTHS = (
     "January",
     "February",

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from pathlib import Path
+from types import MappingProxyType
 from typing import IO, NamedTuple
 
 from crawlspace.simweb.generator import SimWeb, unescape_unreserved
@@ -46,21 +47,23 @@ MAX_HEADER_BYTES = 65536
 OCTETS = range(16, 240)
 """Second octets a server may take: 127.0.x.y is left to the system's own loopback services."""
 
-_REASONS = {
-    200: "OK",
-    301: "Moved Permanently",
-    302: "Found",
-    307: "Temporary Redirect",
-    308: "Permanent Redirect",
-    400: "Bad Request",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    421: "Misdirected Request",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-    503: "Service Unavailable",
-}
+_REASONS = MappingProxyType(
+    {
+        200: "OK",
+        301: "Moved Permanently",
+        302: "Found",
+        307: "Temporary Redirect",
+        308: "Permanent Redirect",
+        400: "Bad Request",
+        404: "Not Found",
+        405: "Method Not Allowed",
+        421: "Misdirected Request",
+        431: "Request Header Fields Too Large",
+        500: "Internal Server Error",
+        501: "Not Implemented",
+        503: "Service Unavailable",
+    }
+)
 
 
 class LogEntry(NamedTuple):
@@ -245,6 +248,8 @@ class _Connection(asyncio.Protocol):
         )
 
     def _handle(self, head: bytes, arrived: float) -> None:
+        if head.startswith(b"\r\n"):  # stray empty lines before a request line are ignored (RFC 9112 §2.2)
+            head = head.lstrip(b"\r\n")
         line_end = head.find(b"\r\n")
         parts = (head if line_end < 0 else head[:line_end]).split(b" ")
         if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
@@ -419,13 +424,6 @@ class SimServer:
 
     def connection_closed(self, connection: _Connection) -> None:
         self._connections.discard(connection)
-
-    def addresses(self) -> dict[str, list[int]]:
-        """Listening address -> the hosts served there."""
-        served: dict[str, list[int]] = {}
-        for index, address in enumerate(self.host_address):
-            served.setdefault(address, []).append(index)
-        return served
 
     def _bind(self, octet: int) -> list[tuple[str, socket.socket]]:
         """Bind every distinct host address for this octet, or none (EADDRINUSE: try another octet)."""
