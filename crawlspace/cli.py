@@ -203,7 +203,8 @@ def table_get(directory: Path, url: str, versions: int, families: tuple[str, ...
             fail(str(exc))
         if row is None:
             fail(f"no row for {url}", code=1)
-        click.echo(json.dumps(row.to_dict(), indent=2, ensure_ascii=False) if as_json else "\n".join(format_row(row)))
+        shown = json.dumps(row.to_dict(), indent=2, ensure_ascii=False) if as_json else "\n".join(format_row(row, width=240))
+        click.echo(shown)
 
 
 @table_group.command(name="scan")
