@@ -203,8 +203,10 @@ def table_get(directory: Path, url: str, versions: int, families: tuple[str, ...
             fail(str(exc))
         if row is None:
             fail(f"no row for {url}", code=1)
-        shown = json.dumps(row.to_dict(), indent=2, ensure_ascii=False) if as_json else "\n".join(format_row(row, width=240))
-        click.echo(shown)
+        if as_json:
+            click.echo(json.dumps(row.to_dict(), indent=2, ensure_ascii=False))
+        else:
+            click.echo("\n".join(format_row(row, width=240)))
 
 
 @table_group.command(name="scan")
