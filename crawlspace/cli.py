@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -245,7 +244,13 @@ def export_command(directory: Path, fmt: str, output: str | None) -> None:
     click.echo(f"{count} pages written to {where}", err=True)
 
 
-def _register_optional_commands() -> None:
+@main.command("config-reference")
+def config_reference() -> None:
+    """Print the configuration reference (Markdown), generated from CrawlConfig."""
+    click.echo(reference_markdown(), nl=False)
+
+
+def _register_subcommands() -> None:
     from crawlspace.demo import demo
     from crawlspace.simweb.cli import simweb
 
@@ -253,14 +258,4 @@ def _register_optional_commands() -> None:
     main.add_command(demo)
 
 
-if os.environ.get("CRAWLSPACE_MINIMAL_CLI") != "1":
-    try:
-        _register_optional_commands()
-    except ImportError:  # pragma: no cover - during bootstrap only
-        pass
-
-
-@main.command("config-reference")
-def config_reference() -> None:
-    """Print the configuration reference (Markdown), generated from CrawlConfig."""
-    click.echo(reference_markdown(), nl=False)
+_register_subcommands()
