@@ -1,13 +1,19 @@
 """WARC/1.1 writer: one gzip member per record, rolling files, CDXJ index on close, crash recovery.
 
-Records are serialized here and compressed with ISA-L's deflate (the `isal` package; the output is
-ordinary gzip that every reader takes) rather than written through fastwarc or warcio. Measured
-side by side on 25 KB pages, request + response + metadata records per page (bench/store/warc_writers.py):
-the writing is compression-bound, and fastwarc and warcio only offer zlib, which at the level
-that gives isal level 1's ratio (zlib 6) manages about 1,400 pages/s on one core, under the
-3,000 pages/s the store must sustain; isal level 1 writes about 5x as fast at a better ratio than
-zlib level 1. Serializing headers by hand costs a few microseconds and lets each exchange go to
-disk in one `write` call, so a crash can tear at most the last exchange.
+Records are serialized here and compressed with ISA-L's deflate (the `isal` package; its output is
+ordinary gzip that every reader takes) instead of being written through fastwarc or warcio,
+because writing is compression-bound and both libraries compress with zlib. Measured side by side
+(bench/store/bench.py: 10,000 pages of 25 KB, request + response + metadata records each, one
+core, medians of 3), in pages per CPU-second and bytes per page:
+
+    this writer, isal level 1        4,600   12,211
+    this writer on zlib level 6      1,030   11,309
+    fastwarc (zlib 6, finish/record) 2,200   10,878
+    warcio (defaults)                  790   10,807
+
+so only ISA-L leaves room for the 3,000 pages/s the whole store must sustain on one core, for 8%
+more bytes than zlib 6 (zlib level 1 compresses less than isal level 1, at a third of its speed). Serializing headers by hand costs microseconds (digests and record ids included), and
+each exchange goes to disk in one `write` call, so a crash can tear only the last exchange.
 
 Layout and invariants:
 - every file starts with a `warcinfo` record, and every other record names it (WARC-Warcinfo-ID);
