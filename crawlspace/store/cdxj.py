@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,8 +24,26 @@ import surt as surt_lib
 CDXJ_SUFFIX = ".cdxj"
 
 
+_PLAIN_URL = re.compile(r"https?://([a-z0-9-]+(?:\.[a-z0-9-]+)*)(/(?:[a-z0-9._~-]+/)*[a-z0-9._~-]*)\Z")
+_WWW = re.compile(r"www\d*\.")
+
+
 def surt_key(url: str) -> str:
-    """The SURT form of a URL used as the CDXJ sort key (`com,example)/path?query`)."""
+    """The SURT form of a URL used as the CDXJ sort key (`com,example)/path?query`).
+
+    URLs of the plain shape (lower-case host without port, lower-case path of unreserved
+    characters, no query, no dot segments, no trailing slash) are spelled here, which is what the
+    Internet Archive's canonicalizer does with them (a property test holds the two equal);
+    everything else goes through `surt`, at 15 times the cost.
+    """
+    match = _PLAIN_URL.match(url)
+    if match is not None:
+        host, path = match.groups()
+        if not (path.endswith("/") and path != "/") and "/./" not in path + "/" and "/../" not in path + "/":
+            www = _WWW.match(host)
+            if www is not None:
+                host = host[www.end() :]
+            return ",".join(host.split(".")[::-1]) + ")" + path
     try:
         return str(surt_lib.surt(url))
     except Exception:  # surt raises assorted errors on odd URLs; an unsorted-but-present key beats none

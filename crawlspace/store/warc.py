@@ -12,8 +12,9 @@ core, medians of 3), in pages per CPU-second and bytes per page:
     warcio (defaults)                  790   10,807
 
 so only ISA-L leaves room for the 3,000 pages/s the whole store must sustain on one core, for 8%
-more bytes than zlib 6 (zlib level 1 compresses less than isal level 1, at a third of its speed). Serializing headers by hand costs microseconds (digests and record ids included), and
-each exchange goes to disk in one `write` call, so a crash can tear only the last exchange.
+more bytes than zlib 6 (zlib level 1 compresses less than isal level 1, at a third of its speed).
+Serializing headers by hand costs microseconds (digests and record ids included), and each
+exchange goes to disk in one `write` call, so a crash can tear only the last exchange.
 
 Layout and invariants:
 - every file starts with a `warcinfo` record, and every other record names it (WARC-Warcinfo-ID);
