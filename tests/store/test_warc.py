@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -307,3 +308,42 @@ def test_metadata_fields_of_a_fetch() -> None:
     result = fetch_result("http://a.test/", b"x")
     fields = dict(fetch_metadata(result, outlinks=["http://b.test/"], extra=[("hops-from-seed", "2")]))
     assert fields["outcome"] == "2xx" and fields["hops-from-seed"] == "2" and fields["outlink"] == "http://b.test/"
+
+
+def test_kill_9_in_the_middle_of_a_write_is_cut_off(tmp_path: Path) -> None:
+    """A writer killed while its last exchange is half on disk: recovery cuts exactly that half."""
+    script = f"""
+import os, sys, time
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+from crawlspace.store import warc
+from tests.store.builders import fetch_result
+writer = warc.WarcWriter({str(tmp_path)!r})
+for number in range(3):
+    writer.write_exchange(fetch_result(f"http://a.test/{{number}}", os.urandom(20000)))
+real_write = os.write
+def slow_disk(fd, data):
+    half = len(data) // 2
+    real_write(fd, bytes(data[:half]))
+    print(half, flush=True)
+    time.sleep(60)
+    return half
+warc.os.write = slow_disk
+writer.write_exchange(fetch_result("http://a.test/torn", os.urandom(20000)))
+"""
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        torn = int(process.stdout.readline())
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.wait()
+    (path,) = warc_files(tmp_path)
+    size = path.stat().st_size
+    (report,) = WarcWriter.recover(tmp_path)
+    assert report.bytes_cut == torn and path.stat().st_size == size - torn
+    assert report.records == 1 + 3 * 2  # warcinfo, then response + request per whole exchange
+    with open(path, "rb") as handle:
+        assert len(list(WarcioIterator(handle, check_digests=True))) == report.records
+    assert all(record.verify_block_digest() for record in FastIterator(str(path), parse_http=False))
+    assert [entry.url for entry in CdxjIndex(tmp_path).captures("http://a.test/torn")] == []
+    assert len(CdxjIndex(tmp_path).captures("http://a.test/2")) == 1
