@@ -6,10 +6,10 @@ because writing is compression-bound and both libraries compress with zlib. Meas
 (bench/store/bench.py: 10,000 pages of 25 KB, request + response + metadata records each, one
 core, medians of 3), in pages per CPU-second and bytes per page:
 
-    this writer, isal level 1        4,600   12,211
-    this writer on zlib level 6      1,030   11,309
-    fastwarc (zlib 6, finish/record) 2,200   10,878
-    warcio (defaults)                  790   10,807
+    this writer, isal level 1        5,500   12,211
+    this writer on zlib level 6      1,110   11,311
+    fastwarc (zlib 6, finish/record) 2,230   10,879
+    warcio (defaults)                  790   10,809
 
 so only ISA-L leaves room for the 3,000 pages/s the whole store must sustain on one core, for 8%
 more bytes than zlib 6 (zlib level 1 compresses less than isal level 1, at a third of its speed).
