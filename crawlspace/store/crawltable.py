@@ -25,8 +25,9 @@ Why RocksDB (rocksdict bindings): measured on this workload (bench/store/table_b
 pages of 25 KB with 20 outlinks each, batches of 500 pages, one transaction each), RocksDB wrote
 28,700 pages/s (717 k cells/s) into 10.8 KB/page on disk; LMDB 6,400 pages/s into 22.1 KB/page
 (its B-tree pages do not compress and random anchor inserts split pages); SQLite (WAL, WITHOUT
-ROWID) 2,500 pages/s into 16.2 KB/page. Point reads of whole rows favour LMDB (96 k vs 65 k/s) but
-the crawl writes far more than it reads. A write batch is atomic and goes through RocksDB's
+ROWID) 2,500 pages/s into 16.2 KB/page (a second run on a busier machine: 12,600, 3,200 and 2,200
+pages/s, same order). Point reads of whole rows favour LMDB (96 k vs 65 k/s) but the crawl
+writes far more than it reads. A write batch is atomic and goes through RocksDB's
 write-ahead log, so a killed process loses at most the uncommitted batch (with `sync`, a power
 cut neither); readers in other processes open the table read-only while a crawl writes it.
 """
