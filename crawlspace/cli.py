@@ -67,6 +67,9 @@ def main() -> None:
 @click.option("--resolve", "resolve", multiple=True, metavar="HOST=IP", help="Fixed address for a host name.")
 @click.option("--hosts-file", type=click.Path(path_type=Path), help="Hosts file consulted before /etc/hosts.")
 @click.option("--allow-private-addresses", is_flag=True, default=None, help="Allow loopback and private addresses.")
+@click.option(
+    "--allow-network", "allow_network", multiple=True, metavar="CIDR", help="Allow this non-public network only."
+)
 @click.option("--progress/--no-progress", "live", default=None, help="Force the live display on or off.")
 def crawl(
     seeds_file: Path,
@@ -76,6 +79,7 @@ def crawl(
     robots_agent: str | None,
     resolve: tuple[str, ...],
     hosts_file: Path | None,
+    allow_network: tuple[str, ...],
     live: bool | None,
     **options: Any,
 ) -> None:
@@ -96,6 +100,8 @@ def crawl(
         overrides["resolve"] = _parse_resolve(resolve)
     if hosts_file is not None:
         overrides["hosts_file"] = str(hosts_file)
+    if allow_network:
+        overrides["allow_networks"] = list(allow_network)
     try:
         config = CrawlConfig.load(config_file, **overrides)
     except ConfigError as exc:

@@ -9,6 +9,7 @@ names the closest valid key: silent string settings are what we do not copy from
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import tomllib
 import typing
 from pathlib import Path
@@ -83,6 +84,53 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     max_body_bytes: Annotated[int, _doc("Bodies are truncated (and marked so) beyond this many bytes.", ge=1024)] = (
         10 * 1024 * 1024
     )
+    allow_networks: Annotated[
+        list[str],
+        _doc("CIDR networks that may be fetched although not public (e.g. 10.1.0.0/16); narrower than allowing all."),
+    ] = []
+    dns_servers: Annotated[
+        list[str], _doc("Name servers to ask (IP or IP:port); empty: those of /etc/resolv.conf.")
+    ] = []
+    dns_timeout: Annotated[float, _doc("Seconds to wait for one DNS answer before trying again.", gt=0)] = 5.0
+    dns_min_ttl: Annotated[float, _doc("Least seconds a DNS answer is cached, whatever its TTL.", ge=0)] = 60.0
+    dns_max_ttl: Annotated[float, _doc("Most seconds a DNS answer is cached, whatever its TTL.", gt=0)] = 86400.0
+    dns_negative_ttl: Annotated[
+        float, _doc("Seconds a host that does not resolve is remembered as such (its URLs fail at once).", gt=0)
+    ] = 3600.0
+    dns_retry_attempts: Annotated[
+        int, _doc("Lookups of a host whose DNS times out before it is given up (Mercator: about five).", ge=1, le=20)
+    ] = 5
+    dns_retry_initial: Annotated[float, _doc("Seconds before the second lookup of a timed-out host.", gt=0)] = 1.0
+    dns_retry_max: Annotated[
+        float, _doc("Seconds before the last lookup; the waits grow geometrically up to it.", gt=0)
+    ] = 90.0
+    verify_tls: Annotated[bool, _doc("Verify HTTPS certificates and host names (off only for testing).")] = True
+    keepalive_timeout: Annotated[
+        float, _doc("Seconds an idle keep-alive connection to a host is kept for its next request.", ge=0)
+    ] = 15.0
+    max_decoded_bytes: Annotated[
+        int, _doc("Content-Encoding is undone up to this many bytes; beyond, the body is truncated.", ge=1024)
+    ] = 10 * 1024 * 1024
+    max_compression_ratio: Annotated[
+        float, _doc("Decoded-to-encoded size ratio beyond which a body (over 1 MiB decoded) is a bomb.", ge=2)
+    ] = 100.0
+    max_response_headers: Annotated[int, _doc("Most header fields a response may have.", ge=16, le=100_000)] = 256
+    max_header_bytes: Annotated[int, _doc("Longest status line or header field in bytes.", ge=1024, le=1 << 20)] = (
+        16 * 1024
+    )
+    max_retries: Annotated[
+        int, _doc("Further attempts at a URL after a transient failure (timeout, reset, Retry-After).", ge=0, le=20)
+    ] = 3
+    retry_delay: Annotated[
+        float, _doc("Seconds the host rests before the first retry; doubled for each later one.", ge=0)
+    ] = 30.0
+    retry_statuses: Annotated[
+        list[int],
+        _doc("HTTP statuses retried like network failures (e.g. [500, 502, 504]); 429/503 with Retry-After always."),
+    ] = []
+    parse_content_types: Annotated[
+        list[str], _doc("Media types parsed for links; other types are stored (status, type, size) only.")
+    ] = msgspec.field(default_factory=lambda: ["text/html", "application/xhtml+xml"])
 
     # robots.txt
     robots_ttl: Annotated[float, _doc("Seconds a fetched robots.txt stays valid in the per-host cache.", gt=0)] = (
@@ -143,6 +191,7 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
                 raise ConfigError(f"{name}: {_clean(str(exc))}") from None
         if self.max_delay < self.min_delay:
             raise ConfigError(f"max_delay ({self.max_delay}) is less than min_delay ({self.min_delay})")
+        _check_network(self)
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any], *, source: str = "config") -> CrawlConfig:
@@ -185,6 +234,22 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
             for name in self.__struct_fields__
             if getattr(self, name) != getattr(other, name)
         }
+
+
+def _check_network(config: CrawlConfig) -> None:
+    for net in config.allow_networks:
+        try:
+            ipaddress.ip_network(net, strict=False)
+        except ValueError:
+            raise ConfigError(f"allow_networks: {net!r} is not a CIDR network") from None
+    for server in config.dns_servers:
+        address = server.rsplit(":", 1)[0] if server.count(":") == 1 else server.strip("[]").split("]:")[0]
+        try:
+            ipaddress.ip_address(address.strip("[]"))
+        except ValueError:
+            raise ConfigError(f"dns_servers: {server!r} is not IP or IP:port") from None
+    if config.dns_min_ttl > config.dns_max_ttl:
+        raise ConfigError(f"dns_min_ttl ({config.dns_min_ttl}) is more than dns_max_ttl ({config.dns_max_ttl})")
 
 
 def _clean(message: str) -> str:

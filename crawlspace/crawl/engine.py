@@ -21,20 +21,20 @@ from typing import Any
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.housekeeping import CrawlStats, ProgressReporter
-from crawlspace.dns import AddressGuard, Resolver
+from crawlspace.dns import AddressGuard, DNSFailure, Resolver
+from crawlspace.dns.resolver import hostname_of_authority
 from crawlspace.fetch import Fetcher, FetchResult, Outcome
+from crawlspace.fetch.retry import RetryPolicy
 from crawlspace.frontier import Frontier, FrontierEntry, Lease, Politeness
 from crawlspace.parse import parse_html
 from crawlspace.robots import RobotsCache, RobotsRules
 from crawlspace.seen import ContentSeen, UrlSet
 from crawlspace.store import PageStore, StoreOptions
-from crawlspace.urls import InvalidURL, join, normalize, origin_of, url_fingerprint
+from crawlspace.urls import InvalidURL, host_of, join, normalize, origin_of, url_fingerprint
 from crawlspace.urls.filter import UrlFilter
 from crawlspace.urls.fingerprint import content_fingerprint
 
 ROBOTS_MAX_REDIRECTS = 5
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", ""})
-RETRY_AFTER_CAP = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,15 +59,6 @@ def read_seeds(path: Path) -> tuple[list[str], list[SeedProblem]]:
     return seeds, problems
 
 
-def parse_retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return min(max(float(value.strip()), 0.0), RETRY_AFTER_CAP)
-    except ValueError:
-        return None
-
-
 class CrawlEngine:
     def __init__(self, config: CrawlConfig, out_dir: str | Path, *, live_progress: bool | None = None) -> None:
         self.config = config
@@ -85,8 +76,13 @@ class CrawlEngine:
         self.urlset = UrlSet()
         self.content = ContentSeen()
         self.url_filter = UrlFilter(max_depth=config.max_depth, max_redirects=config.max_redirects)
-        self.resolver = Resolver(overrides=config.resolve, hosts_file=config.hosts_file)
-        self.guard = AddressGuard(allow_private=config.allow_private_addresses)
+        self.resolver = Resolver.from_config(config)
+        self.guard = AddressGuard.from_config(config)
+        self.retry = RetryPolicy(
+            max_retries=config.max_retries, initial_delay=config.retry_delay, statuses=frozenset(config.retry_statuses)
+        )
+        self._attempts: dict[str, int] = {}  # URL -> failed attempts, while a retry is pending
+        self._parsed_types = frozenset(config.parse_content_types) | {""}  # no Content-Type: sniffed as HTML
         self.store = PageStore(
             self.out_dir,
             StoreOptions.from_config(config),
@@ -116,18 +112,7 @@ class CrawlEngine:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self.stop, "interrupted")
-        fetcher = Fetcher(
-            self.resolver,
-            self.guard,
-            user_agent=self.config.user_agent,
-            from_header=self.config.from_header,
-            max_connections=self.config.concurrency,
-            max_conn_per_host=self.config.max_conn_per_host,
-            connect_timeout=self.config.connect_timeout,
-            read_timeout=self.config.read_timeout,
-            total_timeout=self.config.total_timeout,
-            max_body_bytes=self.config.max_body_bytes,
-        )
+        fetcher = Fetcher.from_config(self.config, self.resolver, self.guard)
         reporter = ProgressReporter(self.stats, self._gauges, self.out_dir / "progress.jsonl", live=self._live_progress)
         try:
             async with fetcher:
@@ -141,7 +126,9 @@ class CrawlEngine:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
+            await self.resolver.close()
             self.store.close()
+            self.stats.sections.update(dns=self.resolver.stats(), guard=self.guard.stats(), fetch=fetcher.stats())
             self.stats.finished_at = time.time()
             self.stats.write(self.out_dir / "stats.json")
         return self.stats
@@ -220,6 +207,11 @@ class CrawlEngine:
 
     async def _process(self, fetcher: Fetcher, lease: Lease) -> None:
         entry = lease.entry
+        try:  # usually answered from the cache (prefetched); a dead host fails here, before robots.txt
+            await self.resolver.resolve(hostname_of_authority(lease.host))
+        except DNSFailure as exc:
+            self._dns_failed(lease, exc)
+            return
         origin = origin_of(entry.url)
         agent = self.config.robots_agent
         rules = self.robots.get(origin, time.monotonic())
@@ -236,17 +228,35 @@ class CrawlEngine:
             self.frontier.release(lease, 0.0, contacted=False)
             return
         result = await fetcher.fetch(entry.url)
-        retry_after = None
+        attempts = self._attempts.pop(entry.url, 0) + 1
+        decision = self.retry.decide(result, attempts)
         try:
-            retry_after = self._record(result, entry)
+            self._record(result, entry)
+            if decision.retry:  # back into the frontier, behind a longer rest of its host: no worker waits
+                self._attempts[entry.url] = attempts
+                self.stats.retries += 1
+            elif decision.reason:
+                self.stats.errors["gave-up-after-retries"] += 1
         finally:
             self.frontier.release(
                 lease,
                 result.duration,
+                put_back=entry if decision.retry else None,
                 crawl_delay=rules.crawl_delay(agent),
-                retry_after=retry_after,
+                retry_after=decision.delay,
                 contacted=result.outcome not in (Outcome.DNS_ERROR, Outcome.GUARD_REFUSED),
             )
+
+    def _dns_failed(self, lease: Lease, failure: DNSFailure) -> None:
+        """A temporary failure puts the URL back until the resolver's backoff has passed; a definitive
+        one accounts for the URL (and, one by one without lookups, for the rest of its host's URLs)."""
+        self.stats.outcomes[Outcome.DNS_ERROR] += 1
+        self.stats.errors[str(Outcome.DNS_ERROR)] += 1
+        if failure.retry_at is not None:
+            wait = max(failure.retry_at - time.monotonic(), 0.0)
+            self.frontier.release(lease, 0.0, put_back=lease.entry, retry_after=wait)
+        else:
+            self.frontier.release(lease, 0.0, contacted=False)
 
     async def _fetch_robots(self, fetcher: Fetcher, origin: str) -> RobotsRules:
         url = origin + "/robots.txt"
@@ -270,15 +280,15 @@ class CrawlEngine:
             return self.robots.store_response(origin, result.status, body, now)
         return self.robots.store_response(origin, 404, b"", time.monotonic())
 
-    def _record(self, result: FetchResult, entry: FrontierEntry) -> float | None:
-        """Account, store and follow up one fetch; returns a Retry-After delay for the host, if any."""
+    def _record(self, result: FetchResult, entry: FrontierEntry) -> None:
+        """Account, store and follow up one fetch."""
         stats = self.stats
         stats.pages_fetched += 1
         stats.outcomes[result.outcome] += 1
         if not result.status:
             stats.errors[str(result.outcome)] += 1
             self.store.record(result, depth=entry.depth)
-            return None
+            return
         stats.responses_by_status[result.status] += 1
         stats.bytes_downloaded += len(result.body)
         if result.outcome is Outcome.REDIRECT:
@@ -286,26 +296,26 @@ class CrawlEngine:
             location = result.header("location")
             if location:
                 self._follow([(location, entry.depth, entry.hops + 1)], result.url)
-            return None
-        if result.status in (429, 503):
+            return
+        # a body truncated at the size limit is stored marked as such and still parsed (Heritrix)
+        complete_or_cut = result.outcome is Outcome.OK or (
+            result.outcome is Outcome.TOO_LARGE and 200 <= result.status < 300
+        )
+        if not complete_or_cut or result.content_type not in self._parsed_types:
             self.store.record(result, depth=entry.depth)
-            return parse_retry_after(result.header("retry-after"))
-        if result.outcome is not Outcome.OK or result.content_type not in HTML_TYPES:
-            self.store.record(result, depth=entry.depth)
-            return None
+            return
         body = result.content(self.config.max_body_bytes)
         fingerprint = content_fingerprint(body)
         original = self.content.check(fingerprint, result.url)
         if original is not None:
             stats.duplicate_content += 1
             self.store.record_duplicate(result, original, fingerprint=fingerprint, depth=entry.depth)
-            return None
+            return
         page = parse_html(body, result.url, result.header("content-type"), result.header("x-robots-tag"))
         self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
         followed = [(link.url, entry.depth + 1, 0) for link in page.links if not link.nofollow]
         stats.links_extracted += len(page.links)
         self._follow(followed, result.url)
-        return None
 
     def _follow(self, links: list[tuple[str, int, int]], base: str) -> None:
         entries: list[FrontierEntry] = []
@@ -329,6 +339,10 @@ class CrawlEngine:
         added = 0
         for entry in self.urlset.filter_new(accepted):
             self.frontier.add(entry)
+            # Resolve ahead so the fetch finds the address cached. Until the frontier reports hosts
+            # entering a back queue, every newly queued URL's host is prefetched (a no-op when the
+            # answer is cached or on its way).
+            self.resolver.prefetch(host_of(entry.url))
             added += 1
         self.stats.urls_discovered += added
         self.stats.duplicate_urls += len(accepted) - added

@@ -37,7 +37,9 @@ class CrawlStats:
     urls_discovered: int = 0
     filtered: Counter[str] = field(default_factory=Counter)
     invalid_seeds: int = 0
+    retries: int = 0  # attempts put back into the frontier after a transient failure
     termination: str = ""
+    sections: dict[str, Any] = field(default_factory=dict)  # per-component reports: dns, guard, fetch
 
     @property
     def elapsed(self) -> float:
@@ -61,7 +63,9 @@ class CrawlStats:
             "urls_discovered": self.urls_discovered,
             "filtered": dict(sorted(self.filtered.items())),
             "invalid_seeds": self.invalid_seeds,
+            "retries": self.retries,
             "termination": self.termination,
+            **self.sections,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
         }
