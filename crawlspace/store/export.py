@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import msgspec
 
-from crawlspace.fetch import FetchResult, Outcome
+from crawlspace.fetch.decode import DecodeError, decode_body
 from crawlspace.parse import parse_html
 from crawlspace.store.crawltable import CrawlTable, Row
 from crawlspace.store.pagestore import TABLE_DIR, WARC_DIR
@@ -63,14 +63,17 @@ def _text_from_warc(warc_dir: Path, pointer: list[Any], max_bytes: int) -> tuple
         record = read_record(warc_dir / capture.filename, capture.offset, capture.length)
         if record.type != "response":
             return None, None
-        status, headers, body = parse_http_response(record.block)
+        _, headers, body = parse_http_response(record.block)
     except (OSError, WarcFormatError):
         return None, None
-    result = FetchResult(record.headers.get("warc-target-uri", ""), Outcome.OK, status, headers=list(headers.items()))
-    result.body = body
-    if result.content_type not in _HTML_TYPES:
+    content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type not in _HTML_TYPES:
         return None, None
-    page = parse_html(result.content(max_bytes), result.url, headers.get("content-type"), None)
+    try:
+        content = decode_body(body, headers.get("content-encoding"), max_bytes)
+    except DecodeError:
+        return None, None
+    page = parse_html(content, record.headers.get("warc-target-uri", ""), headers.get("content-type"), None)
     return page.title, page.text
 
 

@@ -88,7 +88,7 @@ class FetchInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
     last_modified: str | None = None
     content_type: str | None = None
     length: int = 0
-    truncated: bool = False
+    truncated: str | None = None
     address: str | None = None
     location: str | None = None
     error: str | None = None
@@ -356,7 +356,7 @@ def _fetch_info(
         last_modified=result.header("last-modified") if result.status else None,
         content_type=result.content_type or None if result.status else None,
         length=len(result.body),
-        truncated=result.truncated,
+        truncated=result.truncated or None,
         address=result.address,
         location=result.header("location") if 300 <= result.status < 400 else None,
         error=result.error or None,

@@ -364,8 +364,8 @@ class WarcWriter:
             *self._common(current, result, date),
             ("Content-Type", "application/http;msgtype=response"),
         ]
-        if result.truncated:
-            headers.append(("WARC-Truncated", "length"))
+        if result.truncated:  # why the body is incomplete: length, time or disconnect
+            headers.append(("WARC-Truncated", str(result.truncated)))
         response = self._member(headers, head, result.body, payload_digest=payload_digest)
         offset = self._write_group(current, result, date, response_id, response, metadata)
         current.entries.append(

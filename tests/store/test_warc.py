@@ -347,3 +347,23 @@ writer.write_exchange(fetch_result("http://a.test/torn", os.urandom(20000)))
     assert all(record.verify_block_digest() for record in FastIterator(str(path), parse_http=False))
     assert [entry.url for entry in CdxjIndex(tmp_path).captures("http://a.test/torn")] == []
     assert len(CdxjIndex(tmp_path).captures("http://a.test/2")) == 1
+
+
+def test_a_truncated_body_is_marked_with_its_reason(tmp_path: Path) -> None:
+    writer = WarcWriter(tmp_path)
+    result = fetch_result("http://big.test/", b"x" * 1000)
+    result.truncated = "length"
+    writer.write_exchange(result)
+    result = fetch_result("http://slow.test/", b"y" * 10)
+    result.truncated = "time"
+    writer.write_exchange(result)
+    writer.close()
+    (path,) = warc_files(tmp_path)
+    reasons = {
+        record.headers["warc-target-uri"]: record.headers.get("warc-truncated")
+        for record in iter_records(path)
+        if record.type == "response"
+    }
+    assert reasons == {"http://big.test/": "length", "http://slow.test/": "time"}
+    with open(path, "rb") as handle:
+        assert len(list(WarcioIterator(handle, check_digests=True))) == 5
