@@ -255,6 +255,39 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     warc_max_bytes: Annotated[
         int, _doc("A WARC file is closed and a new one started beyond this size.", ge=1 << 16)
     ] = 1 << 30
+    warc_prefix: Annotated[
+        str,
+        _doc("First part of WARC file names (PREFIX-TIMESTAMP-SERIAL-PID~HOST.warc.gz).", pattern=r"^[A-Za-z0-9._-]+$"),
+    ] = "crawlspace"
+    warc_compression_level: Annotated[
+        int, _doc("gzip effort of WARC records, ISA-L levels: 0 fastest, 3 smallest (1: 5x zlib's speed).", ge=0, le=3)
+    ] = 1
+    store_text: Annotated[
+        bool,
+        _doc(
+            "Keep the extracted text in the crawl table (content:text, zstd) besides the WARC pointer. Off by default:"
+            " it costs a quarter of the store's CPU per page; export re-extracts text from the WARC record."
+        ),
+    ] = False
+    table_title_versions: Annotated[int, _doc("Versions kept of a page's title cell.", ge=1, le=1000)] = 3
+    table_content_versions: Annotated[
+        int, _doc("Versions kept of each content cell (text, WARC pointer, outlinks).", ge=1, le=1000)
+    ] = 3
+    table_fetch_versions: Annotated[
+        int, _doc("Versions kept of the fetch cell: the change history the refresh policy reads.", ge=1, le=1000)
+    ] = 16
+    table_anchor_versions: Annotated[
+        int, _doc("Versions kept of each anchor cell (one per linking page).", ge=1, le=1000)
+    ] = 1
+    store_flush_pages: Annotated[
+        int, _doc("Pages whose crawl-table cells are committed in one batch (transaction).", ge=1, le=1_000_000)
+    ] = 500
+    store_flush_seconds: Annotated[
+        float, _doc("Longest seconds buffered crawl-table cells wait before they are committed.", gt=0)
+    ] = 1.0
+    store_sync: Annotated[
+        bool, _doc("fsync WARC files and the table log at each commit (survives power loss, not only crashes).")
+    ] = True
     progress_interval: Annotated[float, _doc("Seconds between progress reports.", gt=0)] = 2.0
 
     def __post_init__(self) -> None:

@@ -35,7 +35,7 @@ from crawlspace.robots import RobotsCache, RobotsRules
 from crawlspace.robots.cache import MAX_REDIRECT_HOPS
 from crawlspace.robots.rules import MAX_ROBOTS_BYTES
 from crawlspace.seen import ContentSeen, UrlSet
-from crawlspace.store import WarcWriter
+from crawlspace.store import PageStore, StoreOptions
 from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of, url_fingerprint
 from crawlspace.urls.filter import Reason, filter_from_config
 from crawlspace.urls.fingerprint import content_fingerprint
@@ -104,7 +104,11 @@ class CrawlEngine:
         )
         self._attempts: dict[str, int] = {}  # URL -> failed attempts, while a retry is pending
         self._parsed_types = frozenset(config.parse_content_types) | {""}  # no Content-Type: sniffed as HTML
-        self.warc = WarcWriter(self.out_dir / "warc", max_file_bytes=config.warc_max_bytes)
+        self.store = PageStore(
+            self.out_dir,
+            StoreOptions.from_config(config),
+            warcinfo={"http-header-user-agent": config.user_agent, "robots": "obey", "isPartOf": self.out_dir.name},
+        )
         self._live_progress = live_progress
         self._changed = asyncio.Event()
         self._stopping = False
@@ -152,7 +156,7 @@ class CrawlEngine:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
             await self.resolver.close()
-            self.warc.close()
+            self.store.close()
             self.stats.sections.update(dns=self.resolver.stats(), guard=self.guard.stats(), fetch=fetcher.stats())
             self.stats.finished_at = time.time()
             self.stats.write(self.out_dir / "stats.json")
@@ -227,6 +231,7 @@ class CrawlEngine:
     async def _report_periodically(self, reporter: ProgressReporter) -> None:
         while True:
             await asyncio.sleep(self.config.progress_interval)
+            self.store.maybe_flush()
             reporter.report()
 
     def _gauges(self) -> dict[str, Any]:
@@ -323,7 +328,7 @@ class CrawlEngine:
             result = await fetcher.fetch(url)
             self.stats.robots_fetches += 1
             if result.status:
-                self.warc.write_exchange(result)
+                self.store.record(result)
             now = time.monotonic()
             if result.outcome is Outcome.REDIRECT:
                 try:
@@ -374,7 +379,7 @@ class CrawlEngine:
             return
         stats.responses_by_status[result.status] += 1
         stats.bytes_downloaded += len(result.body)
-        self.warc.write_exchange(result)
+        self.store.record(result, depth=entry.depth)
         if result.outcome is Outcome.REDIRECT:
             self._add_sitemaps([result.header("location") or ""], result.url, entry.depth)
             return
@@ -399,11 +404,12 @@ class CrawlEngine:
         stats.outcomes[result.outcome] += 1
         if not result.status:
             stats.errors[str(result.outcome)] += 1
+            self.store.record(result, depth=entry.depth)
             return
         stats.responses_by_status[result.status] += 1
         stats.bytes_downloaded += len(result.body)
         if result.outcome is Outcome.REDIRECT:
-            self.warc.write_exchange(result)
+            self.store.record(result, depth=entry.depth)
             location = result.header("location")
             if location:
                 if entry.depth == 0:  # a seed's redirect widens the scope to its target (http -> https, www.)
@@ -416,15 +422,15 @@ class CrawlEngine:
             result.outcome is Outcome.TOO_LARGE and 200 <= result.status < 300
         )
         if not complete_or_cut or result.content_type not in self._parsed_types:
-            self.warc.write_exchange(result)
+            self.store.record(result, depth=entry.depth)
             return
         body = result.content(self.config.max_body_bytes)
-        original = self.content.check(content_fingerprint(body), result.url)
+        fingerprint = content_fingerprint(body)
+        original = self.content.check(fingerprint, result.url)
         if original is not None:
             stats.duplicate_content += 1
-            self.warc.write_revisit(result, original)
+            self.store.record_duplicate(result, original, fingerprint=fingerprint, depth=entry.depth)
             return
-        self.warc.write_exchange(result)
         page = parse_html(
             body,
             result.url,
@@ -434,6 +440,7 @@ class CrawlEngine:
             link_headers=header_values(result, "link"),
             max_links=self.config.max_links_per_page,
         )
+        self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
         stats.links_extracted += len(page.links)
         stats.links_dropped += page.dropped_links
         follow_all = self.config.follow_nofollow
