@@ -99,6 +99,31 @@ def _clean(value: str) -> str:
     return value.replace("\t", "%09").replace("\n", "%0A").replace("\r", "%0D")
 
 
+def read_nginx_log(path: str | Path) -> list[LogEntry]:
+    """Entries of an access log written with NGINX_LOG_FORMAT, in the shape of the simulated server's log."""
+    entries: list[LogEntry] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) != 9:
+                continue
+            finished, duration = float(fields[0]), float(fields[1])
+            entries.append(
+                LogEntry(
+                    finished - duration,
+                    finished,
+                    int(fields[2]),
+                    fields[3],
+                    fields[4],
+                    fields[5],
+                    int(fields[6]),
+                    int(fields[7]),
+                    fields[8],
+                )
+            )
+    return entries
+
+
 class RequestLog:
     """Buffered TSV request log: lines pile up in memory and are written at least every second."""
 
