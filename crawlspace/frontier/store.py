@@ -124,7 +124,8 @@ class DirectoryStore:
         except OSError:
             os.close(self._lock_fd)
             raise FrontierStoreError(
-                f"frontier directory {self.directory} is in use by another process (lock held on {LOCK_NAME})"
+                f"frontier directory {self.directory} is in use by another frontier (another crawl, or one "
+                f"not closed; lock held on {LOCK_NAME})"
             ) from None
         self._segments = self.directory / SEGMENTS_DIR
         if fresh:
