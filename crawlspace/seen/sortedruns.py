@@ -94,7 +94,7 @@ def _fsync_path(path: Path, *, directory: bool = False) -> None:
 
 
 def _pread_into(fd: int, buffer: FpArray, offset_entries: int, path: Path) -> None:
-    view = memoryview(buffer).cast("B")
+    view = buffer.data.cast("B")
     offset = offset_entries * 8
     done = 0
     while done < len(view):
@@ -124,8 +124,8 @@ class _RunWriter:
             raise SeenStateError(f"{self.path}: fingerprints out of order or repeated (corrupt input run)")
         data = np.ascontiguousarray(values, dtype=FP_DTYPE)
         self.index_parts.append(data[(-self.count) % BLOCK_ENTRIES :: BLOCK_ENTRIES].copy())
-        self.hasher.update(memoryview(data).cast("B"))
-        self.handle.write(memoryview(data).cast("B"))
+        self.hasher.update(data.data.cast("B"))
+        self.handle.write(data.data.cast("B"))
         self.count += int(data.size)
         self.last = int(data[-1])
 
@@ -176,7 +176,7 @@ class Run:
         try:
             for start, chunk in run.chunks(READ_BUFFER_BYTES // 8):
                 if verify:
-                    hasher.update(memoryview(chunk).cast("B"))
+                    hasher.update(chunk.data.cast("B"))
                     ordered = bool(np.all(chunk[1:] > chunk[:-1])) and (previous is None or int(chunk[0]) > previous)
                     if not ordered:
                         raise SeenStateError(f"{path}: fingerprints out of order near entry {start}")
@@ -251,28 +251,22 @@ class Run:
 def _merge_runs(runs: Sequence[Run], writer: _RunWriter) -> None:
     """Stream the union of disjoint sorted runs into `writer`, holding a bounded window of each."""
     chunk_entries = max(BLOCK_ENTRIES, MERGE_BUFFER_BYTES // (16 * len(runs)))
+    empty = np.empty(0, FP_DTYPE)
     sources = [run.chunks(chunk_entries) for run in runs]
-    windows: list[FpArray | None] = [next(source, (0, None))[1] for source in sources]
-    remaining = [run.count - (window.size if window is not None else 0) for run, window in zip(runs, windows)]
-    while True:
-        live = [i for i, window in enumerate(windows) if window is not None and window.size]
-        if not live:
-            return
+    windows = [next(source, (0, empty))[1] for source in sources]
+    unread = [run.count - window.size for run, window in zip(runs, windows, strict=True)]
+    while any(window.size for window in windows):
         # everything up to the smallest last-in-window of the runs with more to come is final
-        bounds = [int(windows[i][-1]) for i in live if remaining[i] > 0]  # type: ignore[index]
-        bound = min(bounds) if bounds else None
+        bounds = [int(window[-1]) for window, more in zip(windows, unread, strict=True) if more > 0]
+        bound = np.uint64(min(bounds)) if bounds else None
         parts: list[FpArray] = []
-        for i in live:
-            window = windows[i]
-            assert window is not None
-            cut = window.size if bound is None else int(np.searchsorted(window, np.uint64(bound), side="right"))
+        for i, window in enumerate(windows):
+            cut = window.size if bound is None else int(np.searchsorted(window, bound, side="right"))
             parts.append(window[:cut])
-            rest = window[cut:]
-            if rest.size == 0 and remaining[i] > 0:
-                _, refill = next(sources[i])
-                remaining[i] -= refill.size
-                rest = refill
-            windows[i] = rest
+            windows[i] = window[cut:]
+            if windows[i].size == 0 and unread[i] > 0:
+                _, windows[i] = next(sources[i])
+                unread[i] -= windows[i].size
         merged = np.concatenate(parts)
         merged.sort(kind="stable")
         writer.write(merged)
@@ -479,7 +473,7 @@ class RunStore:
             infos = [RunInfo.from_json(value, path) for value in manifest["runs"]]
             next_number = int(manifest["next"])
             count = int(manifest["count"])
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (OSError, UnicodeDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise SeenStateError(f"{path}: unreadable manifest ({exc})") from exc
         if sum(info.count for info in infos) != count:
             raise SeenStateError(f"{path}: run counts do not add up to the manifest's count {count}")

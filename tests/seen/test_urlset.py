@@ -82,7 +82,7 @@ def run_operations(directory: Path, operations: list[tuple[str, Any]], partition
             items = list(range(next_item, next_item + len(argument)))
             next_item += len(argument)
             urls.submit_many(argument, items)
-            model.pending.extend(zip(argument, items))
+            model.pending.extend(zip(argument, items, strict=True))
             if urls.full:
                 assert urls.drain() == model.drain()
         elif name == "drain":
@@ -133,7 +133,7 @@ def test_many_batches_with_spills_merges_and_reopens(tmp_path: Path) -> None:
         item += batch.size
         urls.submit_many(batch, items)
         expected = []
-        for fingerprint, entry in zip(batch.tolist(), items):
+        for fingerprint, entry in zip(batch.tolist(), items, strict=True):
             if fingerprint not in seen:
                 seen.add(fingerprint)
                 expected.append(entry)
