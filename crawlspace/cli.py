@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 import click
 
-from crawlspace.config import ConfigError, CrawlConfig
+from crawlspace.config import ConfigError, CrawlConfig, reference_markdown
 from crawlspace.crawl.engine import CrawlEngine, read_seeds
 
 
@@ -138,3 +138,9 @@ if os.environ.get("CRAWLSPACE_MINIMAL_CLI") != "1":
         _register_optional_commands()
     except ImportError:  # pragma: no cover - during bootstrap only
         pass
+
+
+@main.command("config-reference")
+def config_reference() -> None:
+    """Print the configuration reference (Markdown), generated from CrawlConfig."""
+    click.echo(reference_markdown(), nl=False)

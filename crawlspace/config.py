@@ -156,3 +156,48 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
 
 def _clean(message: str) -> str:
     return message.replace(" - at `$`", "").replace("`$.", "`")
+
+
+def reference_markdown() -> str:
+    """The configuration reference, generated from CrawlConfig so that it cannot drift from the code."""
+    info = msgspec.inspect.type_info(CrawlConfig)
+    assert isinstance(info, msgspec.inspect.StructType)
+    rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    for field_info in info.fields:
+        kind = field_info.type
+        description = ""
+        if isinstance(kind, msgspec.inspect.Metadata):
+            description = (kind.extra_json_schema or {}).get("description", "")
+            kind = kind.type
+        default = field_info.default
+        if default is msgspec.NODEFAULT and field_info.default_factory is not msgspec.NODEFAULT:
+            default = field_info.default_factory()
+        shown = "none" if default is None else _json(default)
+        rows.append(f"| `{field_info.name}` | {_type_name(kind)} | `{shown}` | {description} |")
+    return "\n".join(rows) + "\n"
+
+
+def _json(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def _type_name(kind: msgspec.inspect.Type) -> str:
+    if isinstance(kind, msgspec.inspect.Metadata):
+        return _type_name(kind.type)
+    if isinstance(kind, msgspec.inspect.UnionType):
+        return " or ".join(_type_name(member) for member in kind.types)
+    names = {
+        msgspec.inspect.IntType: "integer",
+        msgspec.inspect.FloatType: "number",
+        msgspec.inspect.StrType: "string",
+        msgspec.inspect.BoolType: "boolean",
+        msgspec.inspect.NoneType: "none",
+        msgspec.inspect.DictType: "table",
+        msgspec.inspect.ListType: "list",
+    }
+    bounds = []
+    for attr, symbol in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+        value = getattr(kind, attr, None)
+        if value is not None:
+            bounds.append(f"{symbol} {value}")
+    return names.get(type(kind), type(kind).__name__) + (f" ({', '.join(bounds)})" if bounds else "")

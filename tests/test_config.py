@@ -53,3 +53,10 @@ def test_differences_report_changed_keys() -> None:
     a = CrawlConfig()
     b = a.replace(min_delay=2.0)
     assert a.differences(b) == {"min_delay": (1.0, 2.0)}
+
+
+def test_configuration_reference_is_current() -> None:
+    from crawlspace.config import reference_markdown
+
+    committed = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    assert reference_markdown() in committed, "docs/configuration.md is stale: regenerate it (see its header)"

@@ -112,7 +112,11 @@ def _robots_kinds(rng: np.random.Generator, hosts: int, trap_host: int) -> Int8A
 
 
 def generate_data(config: SimWebConfig) -> WebData:
-    """Draw a web. Same config, same arrays (numpy's PCG64 is stable across platforms and versions)."""
+    """Draw a web. Same config, same arrays, on any machine with the same numpy.
+
+    PCG64's bit stream is fixed, but numpy keeps the right to change how a distribution is drawn
+    from it between versions; `SimWeb.fingerprint` is how a copy generated elsewhere is checked.
+    """
     rng = np.random.default_rng(config.seed)
     n_hosts = config.hosts
 

@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING
 
 from crawlspace.simweb.model import ExtraKind
 
+_TEMP_PATHS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+"""nginx's temporary directories, kept inside the export so that it runs without root's /var/lib/nginx."""
+
 if TYPE_CHECKING:
     from crawlspace.simweb.generator import SimWeb
 
@@ -51,6 +54,7 @@ def export_static(web: SimWeb, directory: Path, octet: int) -> Path:
             "        index index.html;\n"
             "        default_type text/html;\n" + "".join(rules) + "    }\n"
         )
+    (directory / "tmp").mkdir(exist_ok=True)
     (directory / "hosts.txt").write_text(web.hosts_file_text(octet))
     config = directory / "nginx.conf"
     config.write_text(
@@ -63,6 +67,10 @@ def export_static(web: SimWeb, directory: Path, octet: int) -> Path:
         "    keepalive_requests 1000000;\n"
         "    server_names_hash_max_size 131072;\n"
         "    server_names_hash_bucket_size 128;\n"
-        "    sendfile on;\n" + "".join(servers) + "}\n"
+        "    sendfile on;\n"
+        "    types { text/html html; text/plain txt; }\n"
+        + "".join(f"    {kind}_temp_path {directory / 'tmp' / kind};\n" for kind in _TEMP_PATHS)
+        + "".join(servers)
+        + "}\n"
     )
     return config

@@ -5,7 +5,7 @@ instance answers the questions tests ask about a crawl (which URLs exist, robots
 duplicates, links, what a correct crawler fetches, PageRank) and the server's question, "what
 is the response to this host and path" (`response`). URLs given to the ground-truth methods
 are in normalized form (lower-case host, no default port, no fragment, unreserved characters
-unescaped); `normalize_url` is the minimal normalizer used to read them.
+unescaped); `split_url` is the minimal parser that reads them (fragments and case are forgiven).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from crawlspace.simweb.robots import CRAWLABLE_ROOT, RobotsKind, path_allowed, r
 from crawlspace.simweb.robots import crawl_delay as robots_crawl_delay
 from crawlspace.simweb.text import Corpus
 from crawlspace.simweb.truth import expected_fetch_nodes, pagerank
+
+__all__ = ["SimWeb", "SimWebConfig", "split_url", "unescape_unreserved"]
 
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -80,6 +82,9 @@ class SimWeb:
     def host_index(self, host: str) -> int:
         """Index of a host name (case-insensitive); KeyError for a host not in this web."""
         return self._host_index[host.lower()]
+
+    def has_host(self, host: str) -> bool:
+        return host.lower() in self._host_index
 
     def origin(self, host: str) -> str:
         return self.data.origin(self.host_index(host))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from crawlspace.simweb.model import (
     DIRS,
@@ -35,7 +36,7 @@ TEXT = "text/plain; charset=utf-8"
 INTRO_WORDS = 30
 TRAP_START = (2026, 11)
 _CALENDAR = re.compile(r"/cal/(\d{4,6})/(\d\d)/")
-_REASONS = {404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS = MappingProxyType({404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable"})
 _MONTHS = (
     "January",
     "February",
@@ -113,15 +114,22 @@ class Renderer:
         self.seed = data.config.seed
         self.paragraph_bytes = corpus.paragraph_bytes()
         self.port = data.config.port
+        self._titles: dict[int, str] = {}
 
     # -- words -----------------------------------------------------------------------------------
     def title(self, node: int) -> str:
-        """Title of a page (copies and near-copies show their original's)."""
-        words = self.corpus.words
-        key = mix(self.seed, node, 1)
-        count = 3 + key % 4
-        picked = [words[100 + (key >> (8 + 11 * i)) % 2900] for i in range(count)]
-        return " ".join(picked).capitalize()
+        """Title of a page (copies and near-copies show their original's); also the anchor text of its links.
+
+        Memoized: a page's title is written into every page that links to it, about ten times per crawl.
+        """
+        title = self._titles.get(node)
+        if title is None:
+            words = self.corpus.words
+            key = mix(self.seed, node, 1)
+            count = 3 + key % 4
+            title = " ".join([words[100 + (key >> (8 + 11 * i)) % 2900] for i in range(count)]).capitalize()
+            self._titles[node] = title
+        return title
 
     def anchor(self, node: int) -> str:
         data = self.data

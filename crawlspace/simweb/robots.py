@@ -11,6 +11,8 @@ the crawler's. Tests check the predicates against hand-written cases and against
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
+from types import MappingProxyType
 
 PRODUCT_TOKEN = "crawlspace"
 
@@ -31,19 +33,21 @@ class RobotsKind(enum.IntEnum):
     MESSY = 10  # comments, case, CRLF, a group naming two agents, Sitemap
 
 
-KIND_WEIGHTS: dict[RobotsKind, float] = {
-    RobotsKind.NONE: 0.25,
-    RobotsKind.ALLOW_ALL: 0.15,
-    RobotsKind.DISALLOW_SUBTREE: 0.11,
-    RobotsKind.WILDCARD: 0.08,
-    RobotsKind.ALLOW_OVERRIDE: 0.08,
-    RobotsKind.AGENT_GROUP: 0.08,
-    RobotsKind.CRAWL_DELAY: 0.11,
-    RobotsKind.BLOCK_ALL: 0.03,
-    RobotsKind.AGENT_BLOCKED: 0.03,
-    RobotsKind.SERVER_ERROR: 0.03,
-    RobotsKind.MESSY: 0.05,
-}
+KIND_WEIGHTS: Mapping[RobotsKind, float] = MappingProxyType(
+    {
+        RobotsKind.NONE: 0.25,
+        RobotsKind.ALLOW_ALL: 0.15,
+        RobotsKind.DISALLOW_SUBTREE: 0.11,
+        RobotsKind.WILDCARD: 0.08,
+        RobotsKind.ALLOW_OVERRIDE: 0.08,
+        RobotsKind.AGENT_GROUP: 0.08,
+        RobotsKind.CRAWL_DELAY: 0.11,
+        RobotsKind.BLOCK_ALL: 0.03,
+        RobotsKind.AGENT_BLOCKED: 0.03,
+        RobotsKind.SERVER_ERROR: 0.03,
+        RobotsKind.MESSY: 0.05,
+    }
+)
 
 CRAWLABLE_ROOT = frozenset(
     kind for kind in RobotsKind if kind not in (RobotsKind.BLOCK_ALL, RobotsKind.AGENT_BLOCKED, RobotsKind.SERVER_ERROR)

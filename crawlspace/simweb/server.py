@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from pathlib import Path
+from types import MappingProxyType
 from typing import IO, NamedTuple
 
 from crawlspace.simweb.generator import SimWeb, unescape_unreserved
@@ -46,21 +47,23 @@ MAX_HEADER_BYTES = 65536
 OCTETS = range(16, 240)
 """Second octets a server may take: 127.0.x.y is left to the system's own loopback services."""
 
-_REASONS = {
-    200: "OK",
-    301: "Moved Permanently",
-    302: "Found",
-    307: "Temporary Redirect",
-    308: "Permanent Redirect",
-    400: "Bad Request",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    421: "Misdirected Request",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-    503: "Service Unavailable",
-}
+_REASONS = MappingProxyType(
+    {
+        200: "OK",
+        301: "Moved Permanently",
+        302: "Found",
+        307: "Temporary Redirect",
+        308: "Permanent Redirect",
+        400: "Bad Request",
+        404: "Not Found",
+        405: "Method Not Allowed",
+        421: "Misdirected Request",
+        431: "Request Header Fields Too Large",
+        500: "Internal Server Error",
+        501: "Not Implemented",
+        503: "Service Unavailable",
+    }
+)
 
 
 class LogEntry(NamedTuple):
@@ -151,11 +154,15 @@ def default_port(preferred: int = 80, fallback: int = 8080) -> int:
 
 
 def raise_file_limit(needed: int) -> None:
-    """Lift the soft RLIMIT_NOFILE towards the hard one: a 10,000-host web needs 10,000 sockets."""
+    """Lift the soft RLIMIT_NOFILE to the hard one: one socket per host address, plus every client connection.
+
+    Fails loudly when even the hard limit cannot hold the listening sockets with some room to spare.
+    """
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < needed:
-        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise OSError(errno.EMFILE, f"RLIMIT_NOFILE hard limit {hard} is below the {needed} sockets needed")
 
 
 class _Connection(asyncio.Protocol):
@@ -241,6 +248,8 @@ class _Connection(asyncio.Protocol):
         )
 
     def _handle(self, head: bytes, arrived: float) -> None:
+        if head.startswith(b"\r\n"):  # stray empty lines before a request line are ignored (RFC 9112 §2.2)
+            head = head.lstrip(b"\r\n")
         line_end = head.find(b"\r\n")
         parts = (head if line_end < 0 else head[:line_end]).split(b" ")
         if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
@@ -416,13 +425,6 @@ class SimServer:
     def connection_closed(self, connection: _Connection) -> None:
         self._connections.discard(connection)
 
-    def addresses(self) -> dict[str, list[int]]:
-        """Listening address -> the hosts served there."""
-        served: dict[str, list[int]] = {}
-        for index, address in enumerate(self.host_address):
-            served.setdefault(address, []).append(index)
-        return served
-
     def _bind(self, octet: int) -> list[tuple[str, socket.socket]]:
         """Bind every distinct host address for this octet, or none (EADDRINUSE: try another octet)."""
         suffixes = sorted({self.web.ip_suffix(name) for name in self.web.hosts})
@@ -445,7 +447,7 @@ class SimServer:
     async def start(self) -> None:
         """Bind all host addresses (choosing the octet), start serving, write the hosts file."""
         addresses = len({self.web.ip_suffix(name) for name in self.web.hosts})
-        raise_file_limit(addresses + 4096)
+        raise_file_limit(addresses + 256)
         if self._requested_octet is not None:
             candidates = [self._requested_octet]
         else:

@@ -40,15 +40,17 @@ class LinkTable:
         self.kinds = data.extra_kind.tolist()
         self.targets = data.extra_target.tolist()
 
-    def out(self, node: int) -> list[int]:
-        """Nodes a page links to; copies and near-copies carry their original's links."""
+    def link_source(self, node: int) -> int:
+        """The page whose links a node's body carries: itself, or the original of a copy or near-copy."""
         pages = self.data.pages
-        if node < pages:
-            return self.page_links[node]
-        kind = self.kinds[node - pages]
-        if kind in (ExtraKind.COPY, ExtraKind.NEAR):
-            return self.page_links[self.targets[node - pages]]
-        return []
+        if node >= pages and self.kinds[node - pages] in (ExtraKind.COPY, ExtraKind.NEAR):
+            return int(self.targets[node - pages])
+        return node
+
+    def out(self, node: int) -> list[int]:
+        """Nodes a body links to; copies and near-copies carry their original's links."""
+        source = self.link_source(node)
+        return self.page_links[source] if source < self.data.pages else []
 
     def redirect(self, node: int) -> int | None:
         pages = self.data.pages
@@ -71,15 +73,15 @@ def expected_fetch_nodes(
     A node is fetched when robots.txt allows it and it is reached from a seed through links,
     where a redirect target counts one hop more than its redirect and link targets count zero;
     targets beyond `max_redirects` hops are not fetched (unless reached otherwise). With
-    `follow_duplicate_links` false, only the first fetched member of an exact-duplicate cluster
-    has its links followed, as a crawler with a content-seen test does.
+    `follow_duplicate_links` false, only the first fetched of an original and its exact and near
+    copies has its links followed, as a crawler with a content-seen test does; since all of them
+    carry the same absolute links, the result must not change (the tests assert it).
     """
     allowed = allowed_nodes(data, agent)
     table = LinkTable(data, follow_nofollow)
-    clusters = data.cluster.tolist()
     hops = [max_redirects + 1] * data.nodes
     fetched: set[int] = set()
-    clusters_seen: set[int] = set()
+    expanded: set[int] = set()
     queue: deque[tuple[int, int]] = deque()
     for seed in seeds:
         if allowed[seed] and hops[seed] > 0:
@@ -99,11 +101,10 @@ def expected_fetch_nodes(
             continue
         if not first_visit:
             continue
-        cluster = clusters[node]
-        if cluster >= 0 and not follow_duplicate_links:
-            if cluster in clusters_seen:
-                continue
-            clusters_seen.add(cluster)
+        source = table.link_source(node)
+        if not follow_duplicate_links and source in expanded:
+            continue
+        expanded.add(source)
         for linked in table.out(node):
             if allowed[linked] and hops[linked] > 0:
                 hops[linked] = 0
