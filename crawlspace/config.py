@@ -89,6 +89,37 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         86400.0
     )
 
+    # seen sets
+    seen_cache_bytes: Annotated[
+        int,
+        _doc(
+            "Memory for the cache of recent and popular URL fingerprints in front of the disk-resident URL set "
+            "(9 bytes per fingerprint); 0 disables it.",
+            ge=0,
+            le=1 << 40,
+        ),
+    ] = 64 << 20
+    seen_buffer_urls: Annotated[
+        int,
+        _doc(
+            "New URLs held back and then checked in one batch against the disk URL set; they reach the frontier "
+            "after the check: when the buffer is full, when the frontier runs low, or at a checkpoint.",
+            ge=1,
+            le=100_000_000,
+        ),
+    ] = 65_536
+    near_duplicate_threshold: Annotated[
+        float,
+        _doc("Estimated Jaccard similarity of word 4-shingles from which a page is a near-duplicate.", gt=0, le=1),
+    ] = 0.9
+    store_near_duplicates: Annotated[
+        bool,
+        _doc(
+            "Write near-duplicate pages to the WARC files; when false only the duplicate-of relation is kept "
+            "(DIR/seen/content). Exact duplicates are always written as revisit records."
+        ),
+    ] = True
+
     # scope
     max_depth: Annotated[
         NonNegativeInt | None, _doc("Links further than this many hops from a seed are not followed.")
