@@ -94,7 +94,7 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         int,
         _doc(
             "Memory for the cache of recent and popular URL fingerprints in front of the disk-resident URL set "
-            "(9 bytes per fingerprint); 0 disables it.",
+            "(8.25 bytes per fingerprint); 0 disables it.",
             ge=0,
             le=1 << 40,
         ),

@@ -215,7 +215,8 @@ class Run:
         first_valid = int(np.searchsorted(blocks, 0))
         if first_valid == queries.size:
             return found
-        touched = np.unique(blocks[first_valid:])
+        blocks_hit = blocks[first_valid:]  # sorted, as the queries are
+        touched = blocks_hit[np.concatenate(([True], blocks_hit[1:] != blocks_hit[:-1]))]
         # read runs of touched blocks (gaps of a few blocks are read through), at most a buffer at a time
         per_read = max(1, scratch.size // BLOCK_ENTRIES)
         breaks = np.flatnonzero(np.diff(touched) > 4) + 1

@@ -42,7 +42,8 @@ from crawlspace.seen.sortedruns import BoolArray, FpArray, RunStore
 T = TypeVar("T")
 
 CACHE_WAYS = 4
-CACHE_BYTES_PER_SET = CACHE_WAYS * (8 + 1)
+CACHE_BYTES_PER_SET = CACHE_WAYS * 8 + 1
+WAY_SHIFTS = (2 * np.arange(CACHE_WAYS, dtype=np.uint8))[None, :]
 CACHE_PROBE_CHUNK = 1 << 16
 HIT_SATURATION = 3
 MIX = 0x9E3779B97F4A7C15
@@ -132,10 +133,11 @@ class PartitionedFingerprintSet:
 class FingerprintCache:
     """A fixed-size set-associative cache of fingerprints known to be in the set (recent and popular).
 
-    Four ways per set, each with a 2-bit use counter: a hit raises it, an insertion into the
-    set takes the way with the lowest count (empty first) and ages the other ways of the set,
-    CLOCK-like, so that a fingerprint hit again and again outlives a stream of one-off ones.
-    All operations are vectorized over a batch; when two fingerprints of one batch land in the
+    Four ways per set, each with a 2-bit use counter (the four packed in one byte per set): a
+    hit raises it, an insertion into the set takes the way with the lowest count (empty first)
+    and ages the other ways, CLOCK-like, so that a fingerprint hit again and again outlives a
+    stream of one-off ones. Operations are vectorized over a batch with whole-row `take`s (a
+    2-D fancy index is several times slower); when two fingerprints of one batch land in the
     same set one insertion may be dropped, which costs a later cache miss, never correctness.
     Zero marks an empty way: the fingerprint 0 is never cached.
     """
@@ -145,7 +147,8 @@ class FingerprintCache:
             raise ValueError("cache budget must be >= 0")
         self.sets = budget_bytes // CACHE_BYTES_PER_SET
         self._keys = np.zeros((self.sets, CACHE_WAYS), np.uint64)
-        self._uses = np.zeros((self.sets, CACHE_WAYS), np.uint8)
+        self._flat_keys = self._keys.reshape(-1)
+        self._uses = np.zeros(self.sets, np.uint8)
         self.hits = 0
         self.probes = 0
 
@@ -176,15 +179,15 @@ class FingerprintCache:
         for start in range(0, fingerprints.size, CACHE_PROBE_CHUNK):
             chunk = fingerprints[start : start + CACHE_PROBE_CHUNK]
             sets = self._set_of(chunk)
-            rows = self._keys[sets]
-            matches = rows == chunk[:, None]
+            matches = np.take(self._keys, sets, axis=0) == chunk[:, None]
             matches &= (chunk != 0)[:, None]
             found = matches.any(axis=1)
             if found.any():
                 hit_sets = sets[found]
-                hit_ways = matches[found].argmax(axis=1)
-                uses = self._uses[hit_sets, hit_ways]
-                self._uses[hit_sets, hit_ways] = np.minimum(uses + 1, HIT_SATURATION)
+                shifts = (2 * matches[found].argmax(axis=1)).astype(np.uint8)
+                uses = self._uses[hit_sets]
+                below_max = ((uses >> shifts) & np.uint8(3)) < HIT_SATURATION
+                self._uses[hit_sets] = uses + (below_max.astype(np.uint8) << shifts)
             hit[start : start + chunk.size] = found
         self.hits += int(hit.sum())
         return hit
@@ -196,19 +199,20 @@ class FingerprintCache:
         fingerprints = np.asarray(fingerprints, np.uint64)
         fingerprints = fingerprints[fingerprints != 0]
         for start in range(0, fingerprints.size, CACHE_PROBE_CHUNK):
-            pending = fingerprints[start : start + CACHE_PROBE_CHUNK]
-            for _ in range(2):  # a second round for those that lost a set to another of the batch
-                if pending.size == 0:
+            chunk = fingerprints[start : start + CACHE_PROBE_CHUNK]
+            for _ in range(2):  # a second round for those that lost their set to another of the batch
+                sets = self._set_of(chunk)
+                counts = (self._uses[sets][:, None] >> WAY_SHIFTS) & np.uint8(3)
+                occupied = np.take(self._keys, sets, axis=0) != 0
+                victims = (counts * np.uint8(2) + occupied).argmin(axis=1)
+                np.subtract(counts, 1, out=counts, where=counts > 0)
+                counts.reshape(-1)[np.arange(0, counts.size, CACHE_WAYS) + victims] = 1
+                self._uses[sets] = (counts << WAY_SHIFTS).sum(axis=1, dtype=np.uint8)
+                slots = sets * CACHE_WAYS + victims
+                self._flat_keys[slots] = chunk
+                chunk = chunk[self._flat_keys[slots] != chunk]
+                if chunk.size == 0:
                     break
-                sets = self._set_of(pending)
-                uses = self._uses[sets]
-                score = uses.astype(np.int16) * 2 + (self._keys[sets] != 0)
-                victims = score.argmin(axis=1)
-                np.subtract(uses, 1, out=uses, where=uses > 0)
-                uses[np.arange(pending.size), victims] = 1
-                self._uses[sets] = uses
-                self._keys[sets, victims] = pending
-                pending = pending[self._keys[sets, victims] != pending]
 
 
 class UrlSet(Generic[T]):

@@ -110,7 +110,7 @@ def run_operations(directory: Path, operations: list[tuple[str, Any]], partition
 
 @pytest.mark.usefixtures("tiny_runs")
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(operations=OPERATIONS, partitions=st.sampled_from([1, 3]), cache_bytes=st.sampled_from([0, 36 * 2, 4096]))
+@given(operations=OPERATIONS, partitions=st.sampled_from([1, 3]), cache_bytes=st.sampled_from([0, 33 * 2, 4096]))
 def test_urlset_matches_a_python_set(tmp_path_factory: pytest.TempPathFactory, operations: list[tuple[str, Any]],
                                      partitions: int, cache_bytes: int) -> None:
     run_operations(tmp_path_factory.mktemp("urls"), operations, partitions, cache_bytes)
@@ -150,7 +150,7 @@ def test_many_batches_with_spills_merges_and_reopens(tmp_path: Path) -> None:
 
 
 def test_cache_keeps_popular_fingerprints_and_forgets_one_off_ones() -> None:
-    cache = FingerprintCache(36 * 4)  # 4 sets of 4 ways
+    cache = FingerprintCache(33 * 4)  # 4 sets of 4 ways
     popular = np.array([11, 12], np.uint64)
     one_off = np.array([21, 22], np.uint64)
     cache.insert(np.concatenate([popular, one_off]))
