@@ -9,7 +9,8 @@ sparse in-memory index of every block's first fingerprint), and the batch's new 
 become a new run. Runs of similar size are merged in the background of the batch that tips
 them over (size-tiered, fan-in 4), streaming, in bounded memory, so that there stay only a
 handful. A merge never writes more than half of the set at once, which bounds the disk used
-while it runs to 1.5 times the set (8 bytes per fingerprint at rest, 12 at worst).
+while it runs and until the next checkpoint deletes the runs it replaced to 1.5 times the set
+(8 bytes per fingerprint at rest, 12 at worst).
 
 Layout of a set's directory:
   MANIFEST              JSON: the runs of the last checkpoint (name, count, xxh3 checksum), next file number
@@ -296,6 +297,7 @@ class RunStore:
         self._memtable: FpArray = np.empty(0, FP_DTYPE)
         self._scratch: FpArray = np.empty(READ_BUFFER_BYTES // 8, FP_DTYPE)
         self._retired: list[Path] = []
+        self._retired_count = 0
         self._closed = False
         if reset:
             self._wipe()
@@ -381,6 +383,7 @@ class RunStore:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
         self._retired.clear()
+        self._retired_count = 0
 
     def close(self, *, checkpoint: bool = True) -> None:
         """Checkpoint (unless told not to: then the next open sees the last checkpoint) and release files."""
@@ -422,14 +425,19 @@ class RunStore:
             self._merge(chosen)
 
     def _choose_merge(self) -> list[Run] | None:
-        """Size-tiered: FAN_IN runs of one size class (powers of FAN_IN), never over half the set."""
+        """Size-tiered: FAN_IN runs of one size class (powers of FAN_IN).
+
+        The runs a merge replaces stay on disk until the next checkpoint (a crash must find the
+        checkpointed runs), so a merge is allowed only while its output and the replaced runs
+        awaiting deletion stay within half the set: the disk never holds more than 1.5 times it.
+        """
         if len(self._runs) < MERGE_FAN_IN:
             return None
         by_class: dict[int, list[Run]] = {}
         for run in self._runs:
             size_class = int(np.log(max(run.count, 1)) / np.log(MERGE_FAN_IN))
             by_class.setdefault(size_class, []).append(run)
-        limit = MAX_MERGE_SHARE * self._count
+        limit = MAX_MERGE_SHARE * self._count - self._retired_count
         for size_class in sorted(by_class):
             members = sorted(by_class[size_class], key=lambda run: run.count)[:MERGE_FAN_IN]
             if len(members) == MERGE_FAN_IN and sum(run.count for run in members) <= limit:
@@ -457,6 +465,7 @@ class RunStore:
             run.close()
             if run.info.name in self._durable:
                 self._retired.append(run.path)
+                self._retired_count += run.count
             else:
                 run.path.unlink()
 

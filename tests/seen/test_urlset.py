@@ -308,14 +308,17 @@ def test_missing_run_is_a_clear_error(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("tiny_runs")
 def test_merges_bound_the_extra_disk(tmp_path: Path) -> None:
-    """Never more than 1.5x the set on disk at rest after a checkpoint, and merges keep runs few."""
+    """Runs take at most 12 bytes per fingerprint while merged ones await the checkpoint, 8 after it
+    (plus the manifest's few hundred bytes, which only matter at this toy size)."""
     store = RunStore(tmp_path, memtable_limit=64)
     rng = np.random.default_rng(3)
-    for _ in range(200):
+    worst = 0.0
+    for _ in range(300):
         batch = np.unique(rng.integers(0, 2**64 - 1, size=64, dtype=np.uint64, endpoint=True))
         store.test_and_set(batch)
+        worst = max(worst, sum(path.stat().st_size for path in tmp_path.glob("run-*.fp")) / len(store))
         store.checkpoint()
-        data = sum(path.stat().st_size for path in tmp_path.glob("run-*.fp"))
-        assert data == 8 * len(store)
+        assert sum(path.stat().st_size for path in tmp_path.glob("run-*.fp")) == 8 * len(store)
+    assert 8.0 < worst <= 12.0
     assert len(store.runs) <= 12
     store.close()
