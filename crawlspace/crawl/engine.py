@@ -26,8 +26,9 @@ from crawlspace.fetch import FetchResult, Fetcher, Outcome
 from crawlspace.frontier import Frontier, FrontierEntry, Lease, Politeness
 from crawlspace.parse import parse_html
 from crawlspace.robots import RobotsCache, RobotsRules
-from crawlspace.seen import ContentSeen, UrlSet
+from crawlspace.seen import ContentKind, ContentSeen, UrlSet
 from crawlspace.store import WarcWriter
+from crawlspace.store.warc import warc_date
 from crawlspace.urls import InvalidURL, join, normalize, origin_of, url_fingerprint
 from crawlspace.urls.filter import UrlFilter
 from crawlspace.urls.fingerprint import content_fingerprint
@@ -69,7 +70,9 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 class CrawlEngine:
-    def __init__(self, config: CrawlConfig, out_dir: str | Path, *, live_progress: bool | None = None) -> None:
+    def __init__(
+        self, config: CrawlConfig, out_dir: str | Path, *, live_progress: bool | None = None, resume: bool = False
+    ) -> None:
         self.config = config
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -82,8 +85,17 @@ class CrawlEngine:
         )
         self.frontier = Frontier(self.politeness, back_queues=3 * config.concurrency)
         self.robots = RobotsCache(ttl=config.robots_ttl)
-        self.urlset = UrlSet()
-        self.content = ContentSeen()
+        seen_dir = self.out_dir / "seen"
+        self.urlset: UrlSet[FrontierEntry] = UrlSet.open(
+            seen_dir / "urls",
+            cache_bytes=config.seen_cache_bytes,
+            buffer_urls=config.seen_buffer_urls,
+            reset=not resume,
+        )
+        self.content = ContentSeen(
+            seen_dir / "content", near_threshold=config.near_duplicate_threshold, reset=not resume
+        )
+        self._low_water = 2 * config.concurrency
         self.url_filter = UrlFilter(max_depth=config.max_depth, max_redirects=config.max_redirects)
         self.resolver = Resolver(overrides=config.resolve, hosts_file=config.hosts_file)
         self.guard = AddressGuard(allow_private=config.allow_private_addresses)
@@ -97,8 +109,8 @@ class CrawlEngine:
     # -- public ------------------------------------------------------------------------------
 
     def add_seeds(self, seeds: Iterable[str]) -> int:
-        entries = [FrontierEntry(url) for url in seeds]
-        return self._enqueue(entries)
+        self._enqueue([FrontierEntry(url) for url in seeds])
+        return self._drain_urls()
 
     def stop(self, reason: str = "stopped") -> None:
         """Stop taking new URLs; in-flight fetches finish."""
@@ -138,6 +150,9 @@ class CrawlEngine:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
             self.warc.close()
+            self._drain_urls()  # URLs still buffered go to the frontier, so that the URL set can close
+            self.urlset.close()
+            self.content.close()
             self.stats.finished_at = time.time()
             self.stats.write(self.out_dir / "stats.json")
         return self.stats
@@ -151,8 +166,14 @@ class CrawlEngine:
             if self._stopping:
                 break
             await slots.acquire()
+            if self.urlset.pending and len(self.frontier) < self._low_water:
+                self._drain_urls()
             lease = self.frontier.acquire()
             while lease is None and not self._stopping:
+                if self.urlset.pending:  # nothing is ready: the buffered URLs may be
+                    self._drain_urls()
+                    lease = self.frontier.acquire()
+                    continue
                 if len(self.frontier) == 0 and self.frontier.in_flight == 0:
                     self.stats.termination = "frontier-empty"
                     self._stopping = True
@@ -207,6 +228,7 @@ class CrawlEngine:
             "in_flight": self.frontier.in_flight,
             "active_hosts": self.frontier.active_hosts,
             "urls_seen": len(self.urlset),
+            "urls_buffered": self.urlset.pending,
             "robots_cached": len(self.robots),
             "dns_cached": len(self.resolver),
         }
@@ -288,13 +310,20 @@ class CrawlEngine:
             self.warc.write_exchange(result)
             return None
         body = result.content(self.config.max_body_bytes)
-        original = self.content.check(content_fingerprint(body), result.url)
-        if original is not None:
+        verdict = self.content.check(result.url, content_fingerprint(body), result.started)
+        if verdict.kind is ContentKind.EXACT:  # seen at another URL: a revisit record, links not extracted
             stats.duplicate_content += 1
-            self.warc.write_revisit(result, original)
+            self.warc.write_revisit(result, str(verdict.of_url), _refers_to_date(verdict.of_time))
             return None
-        self.warc.write_exchange(result)
         page = parse_html(body, result.url, result.header("content-type"), result.header("x-robots-tag"))
+        if verdict.kind is ContentKind.UNCHANGED:  # this URL's own earlier capture; its links are followed
+            self.warc.write_revisit(result, result.url, _refers_to_date(verdict.of_time))
+        else:
+            verdict = self.content.check_near(result.url, page.text)
+            if verdict.kind is ContentKind.NEAR:
+                stats.near_duplicate_content += 1
+            if verdict.kind is not ContentKind.NEAR or self.config.store_near_duplicates:
+                self.warc.write_exchange(result)
         followed = [(link.url, entry.depth + 1, 0) for link in page.links if not link.nofollow]
         stats.links_extracted += len(page.links)
         self._follow(followed, result.url)
@@ -311,20 +340,34 @@ class CrawlEngine:
             entries.append(FrontierEntry(url, depth, hops))
         self._enqueue(entries)
 
-    def _enqueue(self, entries: list[FrontierEntry]) -> int:
-        accepted: list[tuple[int, FrontierEntry]] = []
+    def _enqueue(self, entries: list[FrontierEntry]) -> None:
+        """Filtered entries go to the URL set's buffer; they reach the frontier when it is drained."""
+        accepted: list[FrontierEntry] = []
         for entry in entries:
             reason = self.url_filter.rejection(entry)
             if reason is not None:
                 self.stats.filtered[reason] += 1
                 continue
-            accepted.append((url_fingerprint(entry.url), entry))
-        added = 0
-        for entry in self.urlset.filter_new(accepted):
+            accepted.append(entry)
+        buffered = self.urlset.submit_many([url_fingerprint(entry.url) for entry in accepted], accepted)
+        self.stats.duplicate_urls += len(accepted) - buffered  # known to the URL set's cache
+        if self.urlset.full:
+            self._drain_urls()
+
+    def _drain_urls(self) -> int:
+        """Check the buffered URLs in one batch; the new ones go to the frontier in arrival order."""
+        pending = self.urlset.pending
+        if not pending:
+            return 0
+        new = self.urlset.drain()
+        for entry in new:
             self.frontier.add(entry)
-            added += 1
-        self.stats.urls_discovered += added
-        self.stats.duplicate_urls += len(accepted) - added
-        if added:
+        self.stats.urls_discovered += len(new)
+        self.stats.duplicate_urls += pending - len(new)
+        if new:
             self._changed.set()
-        return added
+        return len(new)
+
+
+def _refers_to_date(fetched_at: float | None) -> str | None:
+    return None if fetched_at is None else warc_date(fetched_at)

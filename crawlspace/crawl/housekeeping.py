@@ -33,6 +33,7 @@ class CrawlStats:
     robots_excluded: int = 0
     duplicate_urls: int = 0
     duplicate_content: int = 0
+    near_duplicate_content: int = 0
     links_extracted: int = 0
     urls_discovered: int = 0
     filtered: Counter[str] = field(default_factory=Counter)
@@ -57,6 +58,7 @@ class CrawlStats:
             "robots_excluded": self.robots_excluded,
             "duplicate_urls": self.duplicate_urls,
             "duplicate_content": self.duplicate_content,
+            "near_duplicate_content": self.near_duplicate_content,
             "links_extracted": self.links_extracted,
             "urls_discovered": self.urls_discovered,
             "filtered": dict(sorted(self.filtered.items())),
