@@ -22,7 +22,7 @@ from typing import Any
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.housekeeping import CrawlStats, ProgressReporter
 from crawlspace.dns import AddressGuard, Resolver
-from crawlspace.fetch import FetchResult, Fetcher, Outcome
+from crawlspace.fetch import Fetcher, FetchResult, Outcome
 from crawlspace.frontier import Frontier, FrontierEntry, Lease, Politeness
 from crawlspace.parse import parse_html
 from crawlspace.robots import RobotsCache, RobotsRules
