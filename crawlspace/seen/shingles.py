@@ -20,13 +20,14 @@ too slow (one call per shingle). So:
   MinHash does. Each minimum keeps its low 16 bits (b-bit MinHash: a chance match of
   two different minima is 2^-16, negligible at the thresholds used here).
 
-The band keys for LSH are 64-bit hashes of `rows` consecutive signature values each.
+The band keys for LSH are xxh3 hashes of `rows` consecutive signature values each.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+import xxhash
 
 U64 = npt.NDArray[np.uint64]
 SigArray = npt.NDArray[np.uint16]
@@ -35,6 +36,7 @@ _P = 0x100000001B3  # odd, so invertible mod 2^64
 _P_INV = pow(_P, -1, 1 << 64)
 _FMIX1 = np.uint64(0xFF51AFD7ED558CCD)
 _FMIX2 = np.uint64(0xC4CEB9FE1A85EC53)
+_SHIFT33 = np.uint64(33)
 _SHINGLE_WEIGHTS = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
                     0xA0761D6478BD642F, 0xE7037ED1A0B428DB, 0x8EBC6AF09C88C6E3, 0x589965CC75374CC3)
 _ROTATION_OFFSET = 0x9E37
@@ -55,11 +57,11 @@ _WORD_BYTES = _word_byte_table()
 
 def fmix64(values: U64) -> U64:
     """murmur3's 64-bit finalizer: every input bit reaches every output bit."""
-    values = values ^ (values >> np.uint64(33))
+    values = values ^ (values >> _SHIFT33)
     values *= _FMIX1
-    values ^= values >> np.uint64(33)
+    values ^= values >> _SHIFT33
     values *= _FMIX2
-    values ^= values >> np.uint64(33)
+    values ^= values >> _SHIFT33
     return values
 
 
@@ -87,7 +89,7 @@ class Shingler:
 
     def word_hashes(self, text: str) -> U64:
         data = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
-        codes = _WORD_BYTES[data]
+        codes = np.take(_WORD_BYTES, data)  # 0 outside words; a take is faster than an index here
         in_word = codes != 0
         edges = np.diff(in_word.view(np.int8), prepend=np.int8(0), append=np.int8(0))
         starts = np.flatnonzero(edges == 1)
@@ -150,13 +152,14 @@ def similarity(left: SigArray, right: SigArray) -> float:
 
 
 def band_keys(signature: SigArray, rows: int) -> U64:
-    """One 64-bit key per band of `rows` values: equal keys mean (almost surely) equal bands."""
-    bands = signature.size // rows
-    grouped = signature[: bands * rows].astype(np.uint64).reshape(bands, rows)
-    key = np.zeros(bands, np.uint64)
-    for row in range(rows):
-        key = fmix64(key ^ (grouped[:, row] + np.uint64(_SHINGLE_WEIGHTS[row % len(_SHINGLE_WEIGHTS)])))
-    return key
+    """One 64-bit key per band of `rows` values (xxh3 of the band's bytes): equal keys, equal bands."""
+    data = np.ascontiguousarray(signature).tobytes()
+    width = 2 * rows
+    return np.fromiter(
+        (xxhash.xxh3_64_intdigest(data[start : start + width]) for start in range(0, len(data) - width + 1, width)),
+        np.uint64,
+        count=len(data) // width,
+    )
 
 
 def choose_bands(num_perm: int, threshold: float, recall: float = 0.999) -> tuple[int, int]:

@@ -6,11 +6,11 @@ buckets. Rewriting the whole file at every batch costs O(N) writes per batch, so
 sorted set is a few immutable sorted *runs* (log-structured): a batch is checked by merging it
 against each run (reading only the 8 KiB blocks its fingerprints fall in, found through a
 sparse in-memory index of every block's first fingerprint), and the batch's new fingerprints
-become a new run. Runs of similar size are merged in the background of the batch that tips
-them over (size-tiered, fan-in 4), streaming, in bounded memory, so that there stay only a
-handful. A merge never writes more than half of the set at once, which bounds the disk used
-while it runs and until the next checkpoint deletes the runs it replaced to 1.5 times the set
-(8 bytes per fingerprint at rest, 12 at worst).
+become a new run. Runs of similar size are merged by the batch that tips them over
+(size-tiered, fan-in 4; each fingerprint is rewritten about log4(N / batch) times), streaming,
+in bounded memory, so that there stay only a handful. Merges write at most 40% of the set
+between two checkpoints (the runs they replace are deleted at the next one), so the disk holds
+at most 1.4 times the set: 8 bytes per fingerprint at rest, 11.2 at worst (the target is 12).
 
 Layout of a set's directory:
   MANIFEST              JSON: the runs of the last checkpoint (name, count, xxh3 checksum), next file number
@@ -54,7 +54,7 @@ BLOCK_ENTRIES = 1024
 READ_BUFFER_BYTES = 8 << 20
 MERGE_BUFFER_BYTES = 32 << 20
 MERGE_FAN_IN = 4
-MAX_MERGE_SHARE = 0.5
+MAX_MERGE_SHARE = 0.4
 """A merge writes at most this share of the set, bounding the extra disk it needs meanwhile."""
 MAX_RUNS = 24
 """Beyond this many runs the smallest ones are merged whatever their sizes."""
@@ -429,7 +429,7 @@ class RunStore:
 
         The runs a merge replaces stay on disk until the next checkpoint (a crash must find the
         checkpointed runs), so a merge is allowed only while its output and the replaced runs
-        awaiting deletion stay within half the set: the disk never holds more than 1.5 times it.
+        awaiting deletion stay within MAX_MERGE_SHARE of the set, which bounds the disk used.
         """
         if len(self._runs) < MERGE_FAN_IN:
             return None
