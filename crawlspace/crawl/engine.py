@@ -109,8 +109,11 @@ class CrawlEngine:
     # -- public ------------------------------------------------------------------------------
 
     def add_seeds(self, seeds: Iterable[str]) -> int:
+        """Seeds go through the URL set like links (a repeated seed counts once); returns how many are new."""
+        before = self.stats.urls_discovered
         self._enqueue([FrontierEntry(url) for url in seeds])
-        return self._drain_urls()
+        self._drain_urls()
+        return self.stats.urls_discovered - before
 
     def stop(self, reason: str = "stopped") -> None:
         """Stop taking new URLs; in-flight fetches finish."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from crawlspace.config import CrawlConfig
@@ -72,9 +73,18 @@ def test_a_new_crawl_into_the_same_directory_starts_with_empty_sets(web: SimWeb,
     out = tmp_path / "crawl"
     (out / "seen").mkdir(parents=True)
     old = RunStore(out / "seen" / "urls")
-    old.test_and_set(__import__("numpy").arange(5, dtype="uint64"))
+    old.test_and_set(np.arange(5, dtype=np.uint64))
     old.close()
     engine = CrawlEngine(CrawlConfig(), out, live_progress=False)
     assert len(engine.urlset) == 0 and len(engine.content) == 0
+    engine.urlset.close()
+    engine.content.close()
+
+
+def test_seeds_beyond_one_buffer_all_reach_the_frontier(tmp_path: Path) -> None:
+    engine = CrawlEngine(CrawlConfig(seen_buffer_urls=4), tmp_path / "crawl", live_progress=False)
+    seeds = [f"http://h{index}.test/" for index in range(10)] + ["http://h3.test/"]
+    assert engine.add_seeds(seeds) == 10
+    assert len(engine.frontier) == 10 and engine.urlset.pending == 0
     engine.urlset.close()
     engine.content.close()
