@@ -157,8 +157,10 @@ def main() -> None:
     print(f"signature only                        {bench_signature(pages):10,.0f} docs/s")
     subset = pages[: args.datasketch_pages]
     rate_ds, precision_ds, recall_ds = bench_datasketch(subset, near_of)
-    print(f"datasketch MinHash + LSH ({len(subset)} pages) {rate_ds:10,.0f} docs/s   "
-          f"precision {precision_ds:.3f} recall {recall_ds:.3f}")
+    print(
+        f"datasketch MinHash + LSH ({len(subset)} pages) {rate_ds:10,.0f} docs/s   "
+        f"precision {precision_ds:.3f} recall {recall_ds:.3f}"
+    )
     print(f"xxh3 per shingle, Python loop only     {bench_xxh3_loop(subset):10,.0f} docs/s")
     print(f"ratio crawlspace / datasketch: {rate / rate_ds:.1f}x")
 

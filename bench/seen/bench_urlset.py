@@ -109,8 +109,9 @@ class SqliteSet:
         db = self.db
         db.execute("BEGIN")
         db.executemany("INSERT INTO batch VALUES (?)", ((k,) for k in signed.tolist()))
-        existing = np.array([row[0] for row in db.execute("SELECT k FROM batch WHERE k IN (SELECT k FROM fp)")],
-                            np.int64)
+        existing = np.array(
+            [row[0] for row in db.execute("SELECT k FROM batch WHERE k IN (SELECT k FROM fp)")], np.int64
+        )
         db.execute("INSERT OR IGNORE INTO fp SELECT k FROM batch")
         db.execute("DELETE FROM batch")
         db.execute("COMMIT")
@@ -277,14 +278,26 @@ def one(args: argparse.Namespace) -> None:
     if args.variant == "pyset":
         result = run_pyset(args.n, args.seed)
     else:
-        result = run_urlset(args.variant, args.n, args.cache_mb, args.buffer, OUT / f"{args.variant}-{args.n}",
-                            args.seed)
+        result = run_urlset(
+            args.variant, args.n, args.cache_mb, args.buffer, OUT / f"{args.variant}-{args.n}", args.seed
+        )
     print(json.dumps(result), flush=True)
 
 
 def spawn(variant: str, n: int, cache_mb: int, buffer: int) -> dict[str, Any]:
-    command = [sys.executable, __file__, "one", "--variant", variant, "--n", str(n), "--cache-mb", str(cache_mb),
-               "--buffer", str(buffer)]
+    command = [
+        sys.executable,
+        __file__,
+        "one",
+        "--variant",
+        variant,
+        "--n",
+        str(n),
+        "--cache-mb",
+        str(cache_mb),
+        "--buffer",
+        str(buffer),
+    ]
     print("$", " ".join(command[1:]), file=sys.stderr, flush=True)
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -293,12 +306,16 @@ def spawn(variant: str, n: int, cache_mb: int, buffer: int) -> dict[str, Any]:
 
 
 def table(results: list[dict[str, Any]]) -> None:
-    print(f"\n{'variant':8} {'N':>12} {'checks/s':>12} {'insert/s':>12} {'lookup/s':>12} {'RSS MB':>8} "
-          f"{'B/URL':>6} {'peak B/URL':>10} {'cache hits':>10}")
+    print(
+        f"\n{'variant':8} {'N':>12} {'checks/s':>12} {'insert/s':>12} {'lookup/s':>12} {'RSS MB':>8} "
+        f"{'B/URL':>6} {'peak B/URL':>10} {'cache hits':>10}"
+    )
     for r in results:
-        print(f"{r['variant']:8} {r['n']:>12,} {r['checks_per_s']:>12,.0f} {r['insert_checks_per_s']:>12,.0f} "
-              f"{r['lookup_checks_per_s']:>12,.0f} {r['peak_rss_mb']:>8.0f} {r['disk_bytes_per_url']:>6.2f} "
-              f"{r['peak_disk_bytes_per_url']:>10.2f} {r.get('cache_hit_rate_lookups', 0.0):>10.1%}")
+        print(
+            f"{r['variant']:8} {r['n']:>12,} {r['checks_per_s']:>12,.0f} {r['insert_checks_per_s']:>12,.0f} "
+            f"{r['lookup_checks_per_s']:>12,.0f} {r['peak_rss_mb']:>8.0f} {r['disk_bytes_per_url']:>6.2f} "
+            f"{r['peak_disk_bytes_per_url']:>10.2f} {r.get('cache_hit_rate_lookups', 0.0):>10.1%}"
+        )
 
 
 def main() -> None:

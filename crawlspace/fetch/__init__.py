@@ -1,11 +1,18 @@
 """Fetching: one HTTP(S) attempt per call, ending in exactly one outcome of a fixed taxonomy.
 
-The engine hands the fetcher a URL whose host the frontier has leased and whose robots.txt
-allows it; the fetcher returns a FetchResult and never raises for anything the network or the
-server does. Redirects are returned, not followed (Mercator: targets re-enter the loop).
+Who calls it: the engine, with a URL whose host the frontier has leased, whose name the resolver
+has answered and whose robots.txt allows it. `Fetcher.fetch` returns a FetchResult and never
+raises for anything the network or the server does; it never sleeps and never retries.
+Redirects are returned, not followed (Mercator: targets re-enter the loop through the URL
+filter and the URL-seen test). After each attempt the engine asks `RetryPolicy` whether the URL
+goes back into the frontier, and how long its host must rest (Retry-After, backoff).
+
+Invariants: every byte read is bounded (body, decoded body, compression ratio, headers); every
+connection goes to an address the guard accepted; every attempt is counted by outcome.
 """
 
-from crawlspace.fetch.fetcher import Fetcher, FetchResult
+from crawlspace.fetch.fetcher import Fetcher, FetchLimits, FetchResult, Validators
 from crawlspace.fetch.outcomes import Outcome
+from crawlspace.fetch.retry import RetryDecision, RetryPolicy
 
-__all__ = ["FetchResult", "Fetcher", "Outcome"]
+__all__ = ["FetchLimits", "FetchResult", "Fetcher", "Outcome", "RetryDecision", "RetryPolicy", "Validators"]

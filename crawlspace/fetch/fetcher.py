@@ -1,33 +1,71 @@
-"""HTTP(S) fetcher on aiohttp: pooled keep-alive connections, bounded bodies, no inline redirects.
+"""HTTP(S) fetcher on aiohttp: pooled keep-alive connections, bounded everything, no inline redirects.
 
-Bodies are read raw (no automatic decompression) so that the WARC record holds the bytes as
-sent; `FetchResult.content` decompresses with caps on size, which defuses compression bombs.
-The connection goes to the address our resolver produced and the guard accepted.
+One `fetch` is one attempt, and it ends in exactly one Outcome; the fetcher never raises for
+anything the network or the server does, and never retries or sleeps (retries go back through
+the frontier, see `crawlspace.fetch.retry`).
+
+What a hostile server can make it spend is bounded:
+- time: connect, read (between two bytes) and total timeouts; a slowloris server trickling one
+  byte a second is cut by the total timeout;
+- memory: the body is read up to `max_body_bytes` and then truncated and marked
+  (`FetchResult.truncated`, the WARC-Truncated reason); Content-Encoding is undone as the body
+  arrives with caps on decoded size and ratio (`crawlspace.fetch.decode`), so a gzip, br or zstd
+  bomb stops the read; status line, header size and header count are capped by the parser.
+
+The body is kept as sent (for the WARC record) and the decoded content beside it. Connections go
+to the address our resolver produced and the guard accepted (`_PinnedResolver`); URLs with an IP
+literal, which aiohttp connects to without asking any resolver, are checked here first. Cookies
+are not kept: a jar shared by millions of hosts is a memory leak and a privacy leak.
 """
 
 from __future__ import annotations
 
+import email.utils
+import errno
+import logging
 import socket
 import ssl
 import time
-import zlib
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
+from yarl import URL
 
 from crawlspace.dns import AddressGuard, DNSFailure, GuardRefused, Resolver
+from crawlspace.dns.resolver import is_ip_literal
+from crawlspace.fetch.decode import SUPPORTED_ENCODINGS, BoundedDecoder, DecodeError, DecodeLimitExceeded
 from crawlspace.fetch.outcomes import Outcome
 
-try:
-    import brotli
-except ImportError:  # pragma: no cover - brotli is a declared dependency
-    brotli = None
+if TYPE_CHECKING:
+    from crawlspace.config import CrawlConfig
 
-import zstandard
+log = logging.getLogger(__name__)
 
-READ_CHUNK = 64 * 1024
+ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+RETRY_AFTER_CAP = 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Validators:
+    """What an earlier response said about its version, for a conditional GET (RFC 9110 §13)."""
+
+    etag: str | None = None
+    last_modified: str | None = None
+
+    def request_headers(self) -> list[tuple[str, str]]:
+        headers = []
+        if self.etag:
+            headers.append(("If-None-Match", self.etag))
+        if self.last_modified:
+            headers.append(("If-Modified-Since", self.last_modified))
+        return headers
+
+    def __bool__(self) -> bool:
+        return bool(self.etag or self.last_modified)
 
 
 @dataclass(slots=True)
@@ -37,13 +75,15 @@ class FetchResult:
     status: int = 0
     reason: str = ""
     headers: list[tuple[str, str]] = field(default_factory=list)
-    body: bytes = b""
-    truncated: bool = False
+    body: bytes = b""  # as received (Content-Encoding not undone), possibly truncated
+    truncated: str = ""  # why the body is incomplete: "" or a WARC-Truncated value (length, time, disconnect)
     address: str | None = None
     started: float = 0.0  # wall-clock time of the request (for WARC-Date)
     duration: float = 0.0
     error: str = ""
     request_headers: list[tuple[str, str]] = field(default_factory=list)
+    decoded: bytes | None = None  # body with Content-Encoding undone; None if that failed
+    decode_error: str = ""
 
     def header(self, name: str) -> str | None:
         lowered = name.lower()
@@ -54,29 +94,44 @@ class FetchResult:
 
     @property
     def content_type(self) -> str:
+        """The media type, lower-cased, without parameters ("" when the server sent none)."""
         return (self.header("content-type") or "").split(";")[0].strip().lower()
 
-    def content(self, max_bytes: int) -> bytes:
-        """The body with Content-Encoding undone, at most `max_bytes` of it."""
-        encoding = (self.header("content-encoding") or "identity").strip().lower()
+    @property
+    def charset(self) -> str | None:
+        """The charset parameter of Content-Type, as the server claimed it (it may lie)."""
+        for param in (self.header("content-type") or "").split(";")[1:]:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "charset":
+                return value.strip().strip("\"'").lower() or None
+        return None
+
+    @property
+    def not_modified(self) -> bool:
+        return self.status == 304
+
+    @property
+    def validators(self) -> Validators:
+        """Validators of this response, to be stored for the next conditional GET."""
+        return Validators(self.header("etag"), self.header("last-modified"))
+
+    def content(self, max_bytes: int | None = None) -> bytes:
+        """The body with Content-Encoding undone (b"" when it could not be), at most `max_bytes` of it."""
+        data = self.decoded if self.decoded is not None else b""
+        return data if max_bytes is None else data[:max_bytes]
+
+    def retry_after(self, now: float | None = None) -> float | None:
+        """Seconds the server asked us to wait (Retry-After: seconds or HTTP-date), capped at a day."""
+        value = (self.header("retry-after") or "").strip()
+        if not value:
+            return None
+        if value.isdigit():
+            return min(float(value), RETRY_AFTER_CAP)
         try:
-            return _decode(self.body, encoding, max_bytes)
-        except (zlib.error, zstandard.ZstdError, OSError, ValueError):
-            return self.body[:max_bytes] if encoding == "identity" else b""
-
-
-def _decode(body: bytes, encoding: str, max_bytes: int) -> bytes:
-    if encoding in ("identity", ""):
-        return body[:max_bytes]
-    if encoding in ("gzip", "x-gzip", "deflate"):
-        wbits = 47 if encoding != "deflate" else (15 if body[:1] == b"\x78" else -15)
-        return zlib.decompressobj(wbits).decompress(body, max_bytes)
-    if encoding == "br" and brotli is not None:
-        return bytes(brotli.Decompressor().process(body))[:max_bytes]
-    if encoding == "zstd":
-        reader = zstandard.ZstdDecompressor().decompressobj()
-        return bytes(reader.decompress(body)[:max_bytes])
-    raise ValueError(f"unknown content-encoding {encoding}")
+            when = email.utils.parsedate_to_datetime(value).timestamp()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        return min(max(when - (time.time() if now is None else now), 0.0), RETRY_AFTER_CAP)
 
 
 class _PinnedResolver(AbstractResolver):
@@ -102,8 +157,13 @@ class _PinnedResolver(AbstractResolver):
         return None
 
 
-def _accept_encoding() -> str:
-    return "gzip, deflate, br, zstd" if brotli is not None else "gzip, deflate, zstd"
+@dataclass(frozen=True, slots=True)
+class FetchLimits:
+    max_body_bytes: int = 10 * 1024 * 1024
+    max_decoded_bytes: int = 10 * 1024 * 1024
+    max_compression_ratio: float = 100.0
+    max_response_headers: int = 256
+    max_header_bytes: int = 16 * 1024
 
 
 class Fetcher:
@@ -119,19 +179,54 @@ class Fetcher:
         connect_timeout: float = 10.0,
         read_timeout: float = 30.0,
         total_timeout: float = 60.0,
+        keepalive_timeout: float = 15.0,
         max_body_bytes: int = 10 * 1024 * 1024,
+        limits: FetchLimits | None = None,
         verify_tls: bool = True,
     ) -> None:
         self._resolver = resolver
         self._guard = guard
-        self._headers = {"User-Agent": user_agent, "Accept-Encoding": _accept_encoding(), "Accept": "*/*"}
+        self._headers = {
+            "User-Agent": user_agent,
+            "Accept": ACCEPT,
+            "Accept-Encoding": ", ".join(SUPPORTED_ENCODINGS),
+        }
         if from_header:
             self._headers["From"] = from_header
-        self._limits = (max_connections, max_conn_per_host)
+        self._pool = (max_connections, max_conn_per_host, keepalive_timeout)
         self._timeout = aiohttp.ClientTimeout(total=total_timeout, sock_connect=connect_timeout, sock_read=read_timeout)
-        self.max_body_bytes = max_body_bytes
+        self.limits = limits or FetchLimits(max_body_bytes=max_body_bytes, max_decoded_bytes=max_body_bytes)
         self._verify_tls = verify_tls
         self._session: aiohttp.ClientSession | None = None
+        # statistics (stats.json "fetch"): every attempt, robots.txt included
+        self.attempts = 0
+        self.outcomes: Counter[str] = Counter()
+        self.truncated: Counter[str] = Counter()
+        self.bytes_received = 0
+        self.not_modified = 0
+
+    @classmethod
+    def from_config(cls, config: CrawlConfig, resolver: Resolver, guard: AddressGuard) -> Fetcher:
+        return cls(
+            resolver,
+            guard,
+            user_agent=config.user_agent,
+            from_header=config.from_header,
+            max_connections=config.concurrency,
+            max_conn_per_host=config.max_conn_per_host,
+            connect_timeout=config.connect_timeout,
+            read_timeout=config.read_timeout,
+            total_timeout=config.total_timeout,
+            keepalive_timeout=config.keepalive_timeout,
+            limits=FetchLimits(
+                max_body_bytes=config.max_body_bytes,
+                max_decoded_bytes=config.max_decoded_bytes,
+                max_compression_ratio=config.max_compression_ratio,
+                max_response_headers=config.max_response_headers,
+                max_header_bytes=config.max_header_bytes,
+            ),
+            verify_tls=config.verify_tls,
+        )
 
     async def __aenter__(self) -> Fetcher:
         await self.open()
@@ -141,14 +236,14 @@ class Fetcher:
         await self.close()
 
     async def open(self) -> None:
-        ssl_context: ssl.SSLContext | bool = ssl.create_default_context() if self._verify_tls else False
+        max_connections, per_host, keepalive = self._pool
         connector = aiohttp.TCPConnector(
-            limit=self._limits[0],
-            limit_per_host=self._limits[1],
+            limit=max_connections,
+            limit_per_host=per_host,
             resolver=_PinnedResolver(self._resolver, self._guard),
             use_dns_cache=False,
-            ssl=ssl_context,
-            enable_cleanup_closed=True,
+            ssl=self._verify_tls,  # True: aiohttp's verifying default context, built once at import
+            keepalive_timeout=keepalive,
         )
         self._session = aiohttp.ClientSession(
             connector=connector,
@@ -156,6 +251,10 @@ class Fetcher:
             auto_decompress=False,
             headers=self._headers,
             skip_auto_headers=("Accept-Encoding",),
+            cookie_jar=aiohttp.DummyCookieJar(),
+            max_line_size=self.limits.max_header_bytes,
+            max_field_size=self.limits.max_header_bytes,
+            max_headers=self.limits.max_response_headers,
         )
 
     async def close(self) -> None:
@@ -163,62 +262,182 @@ class Fetcher:
             await self._session.close()
             self._session = None
 
-    async def fetch(self, url: str, extra_headers: Sequence[tuple[str, str]] = ()) -> FetchResult:
-        assert self._session is not None, "Fetcher used before open()"
-        started = time.time()
+    async def fetch(
+        self, url: str, *, validators: Validators | None = None, extra_headers: Sequence[tuple[str, str]] = ()
+    ) -> FetchResult:
+        """One GET of `url`; with `validators` it is conditional (a 304 means the stored copy holds)."""
+        session = self._session
+        assert session is not None, "Fetcher used before open()"
+        result = FetchResult(url=url, outcome=Outcome.NETWORK_ERROR, started=time.time())
         clock = time.monotonic()
-        result = FetchResult(url=url, outcome=Outcome.NETWORK_ERROR, started=started)
+        chunks: list[bytes] = []
+        headers = None
+        if extra_headers or validators:
+            headers = dict(extra_headers)
+            headers.update(validators.request_headers() if validators else ())
         try:
-            async with self._session.get(
-                url, allow_redirects=False, headers=dict(extra_headers) if extra_headers else None
-            ) as response:
-                result.status = response.status
-                result.reason = response.reason or ""
-                result.headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.raw_headers]
-                result.request_headers = list(response.request_info.headers.items())
-                transport = response.connection.transport if response.connection else None
-                peer = transport.get_extra_info("peername") if transport else None
-                if peer:
-                    result.address = peer[0]
-                result.body, result.truncated = await self._read_body(response)
-                result.outcome = Outcome.for_status(response.status)
+            target = URL(url)
+            host = target.raw_host or ""
+            # aiohttp connects to IP literals without asking a resolver: check them here
+            if (host[:1].isdigit() or ":" in host) and is_ip_literal(host):
+                self._guard.check(host, host.strip("[]"))
+            async with session.get(target, allow_redirects=False, headers=headers) as resp:
+                result.status = resp.status
+                result.reason = resp.reason or ""
+                result.headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
+                result.request_headers = list(resp.request_info.headers.items())
+                result.address = _peer_address(resp)
+                result.outcome = Outcome.for_status(resp.status)
+                coding = (resp.headers.get("Content-Encoding") or "").strip().lower()
+                await self._read_body(resp, result, chunks, coding not in ("", "identity"))
         except DNSFailure as exc:
             result.outcome, result.error = Outcome.DNS_ERROR, str(exc)
         except GuardRefused as exc:
             result.outcome, result.error = Outcome.GUARD_REFUSED, str(exc)
-        except aiohttp.ClientConnectorError as exc:
-            cause = exc.__cause__ or exc.os_error
-            if isinstance(cause, DNSFailure):
-                result.outcome = Outcome.DNS_ERROR
-            elif isinstance(cause, GuardRefused):
-                result.outcome = Outcome.GUARD_REFUSED
-            elif isinstance(exc, aiohttp.ClientConnectorCertificateError | aiohttp.ClientConnectorSSLError):
-                result.outcome = Outcome.TLS_ERROR
-            elif isinstance(exc.os_error, ConnectionRefusedError):
-                result.outcome = Outcome.CONNECTION_REFUSED
-            else:
-                result.outcome = Outcome.NETWORK_ERROR
-            result.error = str(cause or exc)
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            result.outcome, result.error = Outcome.TIMEOUT, str(exc) or "timeout"
-        except aiohttp.ServerDisconnectedError as exc:
-            result.outcome, result.error = Outcome.CONNECTION_RESET, str(exc) or "server disconnected"
-        except (aiohttp.ClientPayloadError, ConnectionResetError) as exc:
-            result.outcome, result.error = Outcome.CONNECTION_RESET, str(exc)
-        except (aiohttp.ClientResponseError, aiohttp.http_exceptions.HttpProcessingError) as exc:
-            result.outcome, result.error = Outcome.BAD_RESPONSE, str(exc)
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
-            result.outcome, result.error = Outcome.NETWORK_ERROR, f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # everything a server can cause ends in an outcome
+            result.outcome, result.error = _classify(exc)
+            if type(exc) is TimeoutError:  # aiohttp's socket timeouts are subclasses with their own text
+                result.error = f"total timeout of {self._timeout.total} s exceeded"
+            if chunks and not result.truncated:
+                result.truncated = "time" if result.outcome is Outcome.TIMEOUT else "disconnect"
+            expected = aiohttp.ClientError | aiohttp.http_exceptions.HttpProcessingError | OSError | ValueError
+            if not isinstance(exc, expected):
+                log.warning("fetch %s: unexpected %s", url, type(exc).__name__, exc_info=exc)
+        if chunks:
+            result.body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            if result.decoded is None and not result.decode_error and not _has_coding(result):
+                result.decoded = result.body  # identity: the content is the body
         result.duration = time.monotonic() - clock
+        self._count(result)
         return result
 
-    async def _read_body(self, response: aiohttp.ClientResponse) -> tuple[bytes, bool]:
-        chunks: list[bytes] = []
+    async def _read_body(
+        self, response: aiohttp.ClientResponse, result: FetchResult, chunks: list[bytes], coded: bool
+    ) -> None:
+        limits = self.limits
+        decoder: BoundedDecoder | None = None
+        if coded:
+            try:
+                decoder = BoundedDecoder(
+                    result.header("content-encoding"),
+                    max_output=limits.max_decoded_bytes,
+                    max_ratio=limits.max_compression_ratio,
+                )
+            except DecodeError as exc:
+                result.decode_error = str(exc)
         size = 0
-        limit = self.max_body_bytes
-        async for chunk in response.content.iter_chunked(READ_CHUNK):
+        limit = limits.max_body_bytes
+        stream = response.content
+        while True:
+            chunk = await stream.readany()
+            if not chunk:
+                break
+            if size + len(chunk) > limit:
+                chunk = chunk[: limit - size]
+                result.truncated = "length"
+                result.outcome = Outcome.TOO_LARGE
+                result.error = f"body exceeds {limit} bytes"
             chunks.append(chunk)
             size += len(chunk)
-            if size >= limit:
-                return b"".join(chunks)[:limit], True
-        return b"".join(chunks), False
+            if decoder is not None:
+                try:
+                    decoder.feed(chunk)
+                except DecodeLimitExceeded as exc:
+                    result.truncated = "length"
+                    result.outcome = Outcome.TOO_LARGE
+                    result.error = exc.reason
+                    break
+                except DecodeError as exc:
+                    result.decode_error = str(exc)
+                    result.outcome, result.error = Outcome.BAD_RESPONSE, str(exc)
+                    decoder = None
+            if result.truncated:
+                break
+        if decoder is not None:
+            if not result.truncated:
+                try:
+                    decoder.finish()
+                except DecodeError as exc:  # kept as decoded so far, as browsers render it
+                    result.decode_error = str(exc)
+            result.decoded = decoder.output()
+
+    def _count(self, result: FetchResult) -> None:
+        self.attempts += 1
+        self.outcomes[result.outcome] += 1
+        self.bytes_received += len(result.body)
+        if result.truncated:
+            self.truncated[result.truncated] += 1
+        if result.status == 304:
+            self.not_modified += 1
+
+    def stats(self) -> dict[str, Any]:
+        """The "fetch" section of stats.json: every attempt (robots.txt included) by outcome."""
+        return {
+            "attempts": self.attempts,
+            "outcomes": dict(sorted(self.outcomes.items())),
+            "truncated": dict(sorted(self.truncated.items())),
+            "not_modified": self.not_modified,
+            "bytes_received": self.bytes_received,
+        }
+
+    def __repr__(self) -> str:
+        state = "open" if self._session is not None else "closed"
+        return f"<Fetcher {state} attempts={self.attempts} outcomes={dict(self.outcomes)}>"
+
+
+def _peer_address(response: aiohttp.ClientResponse) -> str | None:
+    """The IP address the response came from (WARC-IP-Address). A response whose body arrived with
+    its head has already given its connection back to the pool, so ask the protocol as well."""
+    protocol = response.connection.protocol if response.connection else getattr(response, "_protocol", None)
+    transport = getattr(protocol, "transport", None)
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    return str(peer[0]) if peer else None
+
+
+def _has_coding(result: FetchResult) -> bool:
+    coding = (result.header("content-encoding") or "").strip().lower()
+    return coding not in ("", "identity")
+
+
+def _classify(exc: BaseException) -> tuple[Outcome, str]:
+    """The outcome of an exception raised by aiohttp (or the OS) during one attempt."""
+    text = f"{type(exc).__name__}: {exc}".rstrip(": ")
+    cause = getattr(exc, "os_error", None) or exc.__cause__
+    if isinstance(cause, DNSFailure):
+        return Outcome.DNS_ERROR, str(cause)
+    if isinstance(cause, GuardRefused):
+        return Outcome.GUARD_REFUSED, str(cause)
+    if isinstance(exc, aiohttp.ClientSSLError | ssl.SSLError) or isinstance(cause, ssl.SSLError):
+        return Outcome.TLS_ERROR, text
+    if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError) or isinstance(cause, TimeoutError):
+        return Outcome.TIMEOUT, text or "timeout"
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return Outcome.DNS_ERROR, text
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        if isinstance(exc.os_error, ConnectionRefusedError):
+            return Outcome.CONNECTION_REFUSED, text
+        return Outcome.NETWORK_ERROR, text
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        if any(isinstance(e, ConnectionResetError) for e in _chain(exc)) or "connection reset" in text.lower():
+            return Outcome.CONNECTION_RESET, text
+        return Outcome.BAD_RESPONSE, text  # wrong Content-Length, broken chunked encoding
+    if isinstance(exc, aiohttp.ServerDisconnectedError | ConnectionResetError | BrokenPipeError):
+        return Outcome.CONNECTION_RESET, text
+    if isinstance(exc, aiohttp.ClientOSError) and exc.errno in (errno.ECONNRESET, errno.EPIPE):
+        return Outcome.CONNECTION_RESET, text
+    if isinstance(exc, aiohttp.ClientResponseError | aiohttp.http_exceptions.HttpProcessingError):
+        return Outcome.BAD_RESPONSE, text  # garbage status line, too many or too long headers
+    if isinstance(exc, aiohttp.InvalidURL | ValueError):
+        return Outcome.NETWORK_ERROR, f"invalid URL: {exc}"
+    return Outcome.NETWORK_ERROR, text
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and what caused it, a few levels deep (aiohttp wraps OS errors)."""
+    chain = [exc]
+    while len(chain) < 6:
+        nxt = chain[-1].__cause__ or chain[-1].__context__
+        if nxt is None:
+            break
+        chain.append(nxt)
+    return chain

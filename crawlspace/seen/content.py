@@ -94,8 +94,9 @@ class _UrlRecord:
     url: str
 
     def pack(self) -> bytes:
-        head = _URL_RECORD.pack(self.content_fp, self.fetched_at, self.kind, self.similarity, self.of_url_fp,
-                                len(self.signature))
+        head = _URL_RECORD.pack(
+            self.content_fp, self.fetched_at, self.kind, self.similarity, self.of_url_fp, len(self.signature)
+        )
         return head + self.signature + self.url.encode("utf-8", "surrogatepass")
 
     @classmethod
@@ -211,8 +212,13 @@ class ContentSeen:
         txn = self._txn
         if best_fp is not None and best_similarity >= self.near_threshold:
             original = _UrlRecord.unpack(txn.get(_key(best_fp), db=self._url_db))
-            txn.put(url_key, dataclasses.replace(record, kind=ContentKind.NEAR, similarity=best_similarity,
-                                      of_url_fp=best_fp).pack(), db=self._url_db)
+            txn.put(
+                url_key,
+                dataclasses.replace(
+                    record, kind=ContentKind.NEAR, similarity=best_similarity, of_url_fp=best_fp
+                ).pack(),
+                db=self._url_db,
+            )
             return ContentVerdict(ContentKind.NEAR, original.url, original.fetched_at, best_similarity)
         for band, key in enumerate(keys.tolist()):
             txn.put(bytes([band]) + _key(key), url_key, db=self._band_db, dupdata=True)

@@ -93,14 +93,17 @@ class PartitionedFingerprintSet:
         self.partitions = list(partitions)
 
     @classmethod
-    def open_local(cls, directory: str | Path, partitions: int, *, memtable_limit: int = 1 << 20,
-                   reset: bool = False) -> PartitionedFingerprintSet:
+    def open_local(
+        cls, directory: str | Path, partitions: int, *, memtable_limit: int = 1 << 20, reset: bool = False
+    ) -> PartitionedFingerprintSet:
         """`partitions` disk sets under DIRECTORY/part-NNN (what one node of a cluster would hold one of)."""
         root = Path(directory)
-        return cls([
-            RunStore(root / f"part-{index:03d}", memtable_limit=memtable_limit, reset=reset)
-            for index in range(partitions)
-        ])
+        return cls(
+            [
+                RunStore(root / f"part-{index:03d}", memtable_limit=memtable_limit, reset=reset)
+                for index in range(partitions)
+            ]
+        )
 
     def __repr__(self) -> str:
         return f"PartitionedFingerprintSet({len(self.partitions)} partitions, {len(self)} fingerprints)"

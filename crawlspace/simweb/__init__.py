@@ -19,7 +19,14 @@ from crawlspace.simweb.generator import SimWeb
 from crawlspace.simweb.judge import CrawlVerdict, judge_crawl
 from crawlspace.simweb.model import Link, Response
 from crawlspace.simweb.robots import RobotsKind
-from crawlspace.simweb.server import LogEntry, RunningServer, SimServer, read_log, serve_in_background
+from crawlspace.simweb.server import (
+    LogEntry,
+    RunningServer,
+    SimServer,
+    read_log,
+    read_nginx_log,
+    serve_in_background,
+)
 
 __all__ = [
     "CrawlVerdict",
@@ -34,5 +41,6 @@ __all__ = [
     "SimWebConfigError",
     "judge_crawl",
     "read_log",
+    "read_nginx_log",
     "serve_in_background",
 ]

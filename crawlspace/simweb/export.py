@@ -17,6 +17,21 @@ from crawlspace.simweb.model import ExtraKind
 _TEMP_PATHS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
 """nginx's temporary directories, kept inside the export so that it runs without root's /var/lib/nginx."""
 
+NGINX_LOG_FORMAT = "\\t".join(
+    [
+        "$msec",
+        "$request_time",
+        "$connection",
+        "$server_addr",
+        "$host",
+        "$request_uri",
+        "$status",
+        "$body_bytes_sent",
+        "$request_method",
+    ]
+)
+"""The access log as the fields of `LogEntry`: nginx logs the end time and the duration, not the arrival."""
+
 if TYPE_CHECKING:
     from crawlspace.simweb.generator import SimWeb
 
@@ -63,7 +78,8 @@ def export_static(web: SimWeb, directory: Path, octet: int) -> Path:
         f"error_log {directory / 'error.log'};\n"
         "events { worker_connections 16384; }\n"
         "http {\n"
-        f"    access_log {directory / 'access.log'};\n"
+        f"    log_format crawl '{NGINX_LOG_FORMAT}';\n"
+        f"    access_log {directory / 'access.log'} crawl buffer=256k flush=1s;\n"
         "    keepalive_requests 1000000;\n"
         "    server_names_hash_max_size 131072;\n"
         "    server_names_hash_bucket_size 128;\n"

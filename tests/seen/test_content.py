@@ -138,8 +138,14 @@ def test_check_near_needs_a_new_page(tmp_path: Path) -> None:
 def test_simweb_ground_truth(tmp_path: Path) -> None:
     """Exact duplicates perfect; near duplicates (1 to 5 words changed) precision >= 0.95, recall >= 0.9."""
     web = SimWeb.generate(
-        SimWebConfig(hosts=30, seed=11, mean_pages_per_host=12, duplicate_fraction=0.08,
-                     near_duplicate_fraction=0.2, include_trap=False)
+        SimWebConfig(
+            hosts=30,
+            seed=11,
+            mean_pages_per_host=12,
+            duplicate_fraction=0.08,
+            near_duplicate_fraction=0.2,
+            include_trap=False,
+        )
     )
     urls = [url for url in web.all_urls() if web.status(url) == 200]
     random.Random(3).shuffle(urls)  # crawl order: originals are not always first
@@ -165,9 +171,7 @@ def test_simweb_ground_truth(tmp_path: Path) -> None:
     for url, original in exact.items():
         assert web.duplicate_cluster(url) is not None and web.duplicate_cluster(url) == web.duplicate_cluster(original)
 
-    true_pairs = {
-        frozenset((url, original)) for url in urls if (original := web.near_duplicate_of(url)) is not None
-    }
+    true_pairs = {frozenset((url, original)) for url in urls if (original := web.near_duplicate_of(url)) is not None}
     assert len(true_pairs) > 40
     found = {frozenset(pair) for pair in near.items()}
     correct = found & true_pairs

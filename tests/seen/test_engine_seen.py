@@ -15,8 +15,15 @@ from crawlspace.simweb import SimWeb, SimWebConfig
 from crawlspace.simweb.judge import judge_crawl
 from crawlspace.simweb.server import serve_in_background
 
-WEB = SimWebConfig(hosts=12, seed=5, mean_pages_per_host=8, duplicate_fraction=0.1, near_duplicate_fraction=0.1,
-                   robots_crawl_delay=0.0, include_trap=False)
+WEB = SimWebConfig(
+    hosts=12,
+    seed=5,
+    mean_pages_per_host=8,
+    duplicate_fraction=0.1,
+    near_duplicate_fraction=0.1,
+    robots_crawl_delay=0.0,
+    include_trap=False,
+)
 
 
 @pytest.fixture(scope="module")
@@ -25,15 +32,19 @@ def web() -> SimWeb:
 
 
 @pytest.mark.parametrize("store_near", [True, False])
-def test_crawl_checks_urls_in_batches_and_content_for_duplicates(
-    web: SimWeb, tmp_path: Path, store_near: bool
-) -> None:
+def test_crawl_checks_urls_in_batches_and_content_for_duplicates(web: SimWeb, tmp_path: Path, store_near: bool) -> None:
     out = tmp_path / "crawl"
     with serve_in_background(web, tmp_path / "server", seeds=3) as server:
         config = CrawlConfig(
-            min_delay=0.0, delay_factor=0.0, concurrency=8, allow_private_addresses=True,
-            hosts_file=str(server.hosts_file), max_seconds=120.0,
-            seen_buffer_urls=16, seen_cache_bytes=4096, store_near_duplicates=store_near,
+            min_delay=0.0,
+            delay_factor=0.0,
+            concurrency=8,
+            allow_private_addresses=True,
+            hosts_file=str(server.hosts_file),
+            max_seconds=120.0,
+            seen_buffer_urls=16,
+            seen_cache_bytes=4096,
+            store_near_duplicates=store_near,
         )
         engine = CrawlEngine(config, out, live_progress=False)
         assert engine.add_seeds(server.seeds) == len(set(server.seeds))

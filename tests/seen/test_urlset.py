@@ -111,8 +111,9 @@ def run_operations(directory: Path, operations: list[tuple[str, Any]], partition
 @pytest.mark.usefixtures("tiny_runs")
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(operations=OPERATIONS, partitions=st.sampled_from([1, 3]), cache_bytes=st.sampled_from([0, 33 * 2, 4096]))
-def test_urlset_matches_a_python_set(tmp_path_factory: pytest.TempPathFactory, operations: list[tuple[str, Any]],
-                                     partitions: int, cache_bytes: int) -> None:
+def test_urlset_matches_a_python_set(
+    tmp_path_factory: pytest.TempPathFactory, operations: list[tuple[str, Any]], partitions: int, cache_bytes: int
+) -> None:
     run_operations(tmp_path_factory.mktemp("urls"), operations, partitions, cache_bytes)
 
 
@@ -287,8 +288,10 @@ def test_flipped_byte_is_a_checksum_error(tmp_path: Path) -> None:
         ("not json", "unreadable manifest"),
         ('{"format": "something-else/9"}', "not a fingerprint-run manifest"),
         ('{"format": "crawlspace-fingerprint-runs/1", "count": 3, "next": 1, "runs": []}', "do not add up"),
-        ('{"format": "crawlspace-fingerprint-runs/1", "count": 0, "next": 1, "runs": [{"name": "../x"}]}',
-         "malformed run entry"),
+        (
+            '{"format": "crawlspace-fingerprint-runs/1", "count": 0, "next": 1, "runs": [{"name": "../x"}]}',
+            "malformed run entry",
+        ),
     ],
 )
 def test_bad_manifest_is_a_clear_error(tmp_path: Path, content: str, message: str) -> None:

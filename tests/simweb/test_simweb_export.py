@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlspace.simweb import SimWeb, SimWebConfig
+from crawlspace.simweb import SimWeb, SimWebConfig, read_nginx_log
 
 NGINX = os.environ.get("CRAWLSPACE_NGINX") or shutil.which("nginx")
 OCTET = 247  # outside the octets SimServer picks (16..239)
@@ -48,6 +48,7 @@ def test_nginx_serves_the_export(exported: tuple[SimWeb, Path]) -> None:
     process = subprocess.Popen(
         [NGINX, "-c", str(config), "-p", str(config.parent), "-g", directives], stderr=subprocess.PIPE
     )
+    requested: list[tuple[str, str, int]] = []
     try:
         urls = web.all_urls()
         for url in [*web.seeds(3), *[u for u, s in urls.items() if s != 200 and s != 404][:6]]:
@@ -55,11 +56,15 @@ def test_nginx_serves_the_export(exported: tuple[SimWeb, Path]) -> None:
             path = "/" + url.split("/", 3)[3]
             reply = _get(web.host_ip(host, OCTET), web.config.port, host, path)
             assert reply.startswith(f"HTTP/1.1 {urls[url]} ".encode()), (url, reply[:200])
+            requested.append((host, path, urls[url]))
             if urls[url] == 200:
                 assert reply.endswith(web.body(url))
     finally:
         process.terminate()
         process.wait(10)
+    logged = read_nginx_log(config.parent / "access.log")
+    assert [(entry.host, entry.path, entry.status) for entry in logged] == requested
+    assert all(entry.arrived <= entry.finished for entry in logged)
 
 
 def _get(ip: str, port: int, host: str, path: str) -> bytes:

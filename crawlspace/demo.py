@@ -1,0 +1,115 @@
+"""`crawlspace demo`: crawl the bundled simulated web end to end and judge the result.
+
+The demo is the shortest path from a fresh install to a crawl that shows what crawlspace does:
+it starts the simulated web in a separate process (so the crawler's CPU is its own), crawls it
+politely with live progress, then prints the crawl's figures next to the server's view of it
+(coverage of the ground truth, robots violations, politeness gaps).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from crawlspace.config import CrawlConfig
+from crawlspace.simweb import SimWeb, SimWebConfig, judge_crawl, serve_in_background
+
+DEMO_WEB = SimWebConfig(
+    hosts=150,
+    seed=2026,
+    mean_pages_per_host=12.0,
+    max_pages_per_host=200,
+    robots_crawl_delay=0.2,
+    include_trap=False,
+)
+DEMO_MIN_DELAY = 0.05
+DEMO_TIME_LIMIT = 110.0
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_demo(out: Path, *, hosts: int, seed: int, live: bool | None) -> dict[str, Any]:
+    from crawlspace.cli import run_crawl
+
+    web = SimWeb.generate(DEMO_WEB.replace(hosts=hosts, seed=seed))
+    click.echo(f"simulated web: {len(web.hosts)} hosts, {len(web.all_urls())} URLs (seed {seed})", err=True)
+    server_dir = out / "simweb"
+    with serve_in_background(web, server_dir, seeds=10) as running:
+        config = CrawlConfig(
+            min_delay=DEMO_MIN_DELAY,
+            allow_private_addresses=True,
+            hosts_file=str(running.hosts_file),
+            max_seconds=DEMO_TIME_LIMIT,
+            concurrency=128,
+            progress_interval=1.0,
+        )
+        click.echo(f"serving on 127.{running.octet}.x.y:{running.port}; crawling into {out}", err=True)
+        cpu_before = _cpu_seconds()
+        stats = run_crawl(config, out, list(running.seeds), live=live)
+        cpu = _cpu_seconds() - cpu_before
+    verdict = judge_crawl(web, running.read_log(), running.seeds, min_delay=DEMO_MIN_DELAY)
+    summary = {
+        "pages": stats["pages_fetched"],
+        "pages_per_second": stats["pages_per_second"],
+        "crawler_cpu_seconds": round(cpu, 2),
+        "cpu_ms_per_page": round(1000 * cpu / max(stats["pages_fetched"], 1), 2),
+        "robots_exclusions": stats["robots_excluded"],
+        "duplicate_urls": stats["duplicate_urls"],
+        "duplicate_content": stats["duplicate_content"],
+        "responses_by_status": stats["responses_by_status"],
+        "errors": stats["errors"],
+        "termination": stats["termination"],
+        "server_view": {
+            "expected_urls": len(verdict.expected),
+            "fetched_expected": len(verdict.expected) - len(verdict.missing),
+            "missing": len(verdict.missing),
+            "unexpected": len(verdict.unexpected),
+            "robots_violations": len(verdict.disallowed),
+            "fetched_twice": len(verdict.refetched),
+            "overlapping_requests": len(verdict.host_overlaps),
+            "delay_violations": len(verdict.delay_violations),
+        },
+        "warc_files": str(out / "warc"),
+        "stats": str(out / "stats.json"),
+    }
+    (out / "demo-summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if not verdict.ok:
+        click.echo("server-side judgement:\n" + verdict.summary(), err=True)
+    return summary
+
+
+@click.command()
+@click.option(
+    "--out", type=click.Path(path_type=Path), default=None, help="Crawl directory (default: a temporary one)."
+)
+@click.option("--hosts", type=click.IntRange(1, 20_000), default=DEMO_WEB.hosts, show_default=True)
+@click.option("--seed", type=int, default=DEMO_WEB.seed, show_default=True)
+@click.option("--progress/--no-progress", "live", default=None, help="Force the live display on or off.")
+def demo(out: Path | None, hosts: int, seed: int, live: bool | None) -> None:
+    """Crawl the bundled simulated web with live progress and report what was found."""
+    keep = out is not None
+    directory = out if out is not None else Path(tempfile.mkdtemp(prefix="crawlspace-demo-"))
+    if keep and (directory / "stats.json").exists():
+        shutil.rmtree(directory)
+    summary = run_demo(directory, hosts=hosts, seed=seed, live=live)
+    view = summary["server_view"]
+    click.echo(
+        f"\ncrawled {summary['pages']} pages in {summary['pages_per_second']} pages/s, "
+        f"{summary['crawler_cpu_seconds']} CPU s ({summary['cpu_ms_per_page']} ms/page)\n"
+        f"robots.txt exclusions {summary['robots_exclusions']}, duplicate URLs {summary['duplicate_urls']}, "
+        f"duplicate content {summary['duplicate_content']}, errors {sum(summary['errors'].values())}\n"
+        f"responses by status {summary['responses_by_status']}\n"
+        f"server's view: {view['fetched_expected']} of {view['expected_urls']} reachable allowed URLs fetched, "
+        f"{view['robots_violations']} robots violations, {view['fetched_twice']} fetched twice, "
+        f"{view['overlapping_requests']} overlapping requests, {view['delay_violations']} delay violations\n"
+        f"WARC files: {summary['warc_files']}\nstats: {summary['stats']}"
+    )
