@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fastwarc.warc import ArchiveIterator, WarcRecordType
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.engine import CrawlEngine
@@ -76,8 +77,17 @@ def test_crawl_checks_urls_in_batches_and_content_for_duplicates(web: SimWeb, tm
     assert sum(1 for kind in kinds if kind is not None and kind.kind is ContentKind.NEAR) == len(near_pairs)
     content.close()
 
-    warc_bytes = b"".join(path.read_bytes() for path in (out / "warc").glob("*.warc.gz"))
-    assert warc_bytes  # revisit records for the exact duplicates are in there (gzip members)
+    records: dict[str, set[str]] = {"revisit": set(), "response": set()}
+    for path in (out / "warc").glob("*.warc.gz"):
+        with open(path, "rb") as stream:
+            for record in ArchiveIterator(stream, record_types=WarcRecordType.revisit | WarcRecordType.response):
+                kind = "revisit" if record.record_type == WarcRecordType.revisit else "response"
+                records[kind].add(record.headers["WARC-Target-URI"])
+    exact = {url for url, kind in zip(fetched_ok, kinds, strict=True) if kind and kind.kind is ContentKind.EXACT}
+    near = {url for url, kind in zip(fetched_ok, kinds, strict=True) if kind and kind.kind is ContentKind.NEAR}
+    assert records["revisit"] == exact  # exact duplicates: revisit records (their originals were stored)
+    assert (near <= records["response"]) is store_near
+    assert not (near & records["response"]) or store_near
 
 
 def test_a_new_crawl_into_the_same_directory_starts_with_empty_sets(web: SimWeb, tmp_path: Path) -> None:
