@@ -170,11 +170,11 @@ class CrawlEngine:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
-            await self.resolver.close()
-            self.store.close()
-            self._drain_urls()  # URLs still buffered go to the frontier, so that the URL set can close
+            self._drain_urls(prefetch=False)  # buffered URLs go to the frontier, so that the URL set can close
             self.urlset.close()
             self.content.close()
+            await self.resolver.close()
+            self.store.close()
             self.stats.sections.update(dns=self.resolver.stats(), guard=self.guard.stats(), fetch=fetcher.stats())
             self.stats.finished_at = time.time()
             self.stats.write(self.out_dir / "stats.json")
@@ -523,7 +523,7 @@ class CrawlEngine:
         if self.urlset.full:
             self._drain_urls()
 
-    def _drain_urls(self) -> int:
+    def _drain_urls(self, *, prefetch: bool = True) -> int:
         """Check the buffered URLs in one batch; the new ones go to the frontier in arrival order."""
         pending = self.urlset.pending
         if not pending:
@@ -544,7 +544,8 @@ class CrawlEngine:
             # Resolve ahead so the fetch finds the address cached. Until the frontier reports hosts
             # entering a back queue, every newly queued URL's host is prefetched (a no-op when the
             # answer is cached or on its way).
-            self.resolver.prefetch(host_of(entry.url))
+            if prefetch:
+                self.resolver.prefetch(host_of(entry.url))
             added += 1
         self.stats.urls_discovered += added
         self.stats.duplicate_urls += pending - len(new)
