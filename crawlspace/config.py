@@ -224,6 +224,37 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         int, _doc("Uncompressed bytes read from one sitemap file (sitemaps.org: 50 MB); the rest is ignored.", ge=1024)
     ] = 50_000_000
 
+    # seen sets
+    seen_cache_bytes: Annotated[
+        int,
+        _doc(
+            "Memory for the cache of recent and popular URL fingerprints in front of the disk-resident URL set "
+            "(8.25 bytes per fingerprint); 0 disables it.",
+            ge=0,
+            le=1 << 40,
+        ),
+    ] = 64 << 20
+    seen_buffer_urls: Annotated[
+        int,
+        _doc(
+            "New URLs held back and then checked in one batch against the disk URL set; they reach the frontier "
+            "after the check: when the buffer is full, when the frontier runs low, or at a checkpoint.",
+            ge=1,
+            le=100_000_000,
+        ),
+    ] = 65_536
+    near_duplicate_threshold: Annotated[
+        float,
+        _doc("Estimated Jaccard similarity of word 4-shingles from which a page is a near-duplicate.", gt=0, le=1),
+    ] = 0.9
+    store_near_duplicates: Annotated[
+        bool,
+        _doc(
+            "Write near-duplicate pages to the WARC files; when false only the duplicate-of relation is kept "
+            "(DIR/seen/content). Exact duplicates are always written as revisit records."
+        ),
+    ] = True
+
     # scope
     scope: Annotated[
         Literal["any", "host", "domain", "prefix"],

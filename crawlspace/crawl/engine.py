@@ -34,7 +34,7 @@ from crawlspace.parse.sitemap import SitemapKind, parse_sitemap
 from crawlspace.robots import RobotsCache, RobotsRules
 from crawlspace.robots.cache import MAX_REDIRECT_HOPS
 from crawlspace.robots.rules import MAX_ROBOTS_BYTES
-from crawlspace.seen import ContentSeen, UrlSet
+from crawlspace.seen import ContentKind, ContentSeen, UrlSet
 from crawlspace.store import PageStore, StoreOptions
 from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of, url_fingerprint
 from crawlspace.urls.filter import Reason, filter_from_config
@@ -76,7 +76,9 @@ def header_values(result: FetchResult, name: str) -> list[str]:
 
 
 class CrawlEngine:
-    def __init__(self, config: CrawlConfig, out_dir: str | Path, *, live_progress: bool | None = None) -> None:
+    def __init__(
+        self, config: CrawlConfig, out_dir: str | Path, *, live_progress: bool | None = None, resume: bool = False
+    ) -> None:
         self.config = config
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -107,8 +109,18 @@ class CrawlEngine:
             on_activate=self._host_activated,
         )
         self.robots = RobotsCache(ttl=config.robots_ttl, retry_delay=config.robots_retry_delay)
-        self.urlset = UrlSet()
-        self.content = ContentSeen()
+        seen_dir = self.out_dir / "seen"  # a new crawl starts with empty sets; a resumed one reopens them
+        self.urlset: UrlSet[FrontierEntry] = UrlSet.open(
+            seen_dir / "urls",
+            cache_bytes=config.seen_cache_bytes,
+            buffer_urls=config.seen_buffer_urls,
+            reset=not resume,
+        )
+        self.content = ContentSeen(
+            seen_dir / "content", near_threshold=config.near_duplicate_threshold, reset=not resume
+        )
+        self._low_water = 2 * config.concurrency  # below this many queued URLs the URL buffer is drained
+        self._sitemaps_submitted: set[str] = set()  # sitemap URLs waiting in the URL buffer
         self.normalizer = Normalizer(
             strip_session_ids=config.strip_session_ids,
             strip_tracking=config.strip_tracking_params,
@@ -149,7 +161,10 @@ class CrawlEngine:
                 continue
             self.url_filter.add_seed(url)
             entries.append(FrontierEntry(url))
-        return self._enqueue(entries)
+        before = self.stats.urls_discovered
+        self._enqueue(entries)
+        self._drain_urls()
+        return self.stats.urls_discovered - before
 
     def stop(self, reason: str = "stopped") -> None:
         """Stop taking new URLs; in-flight fetches finish."""
@@ -179,8 +194,11 @@ class CrawlEngine:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
-            for lookup in self._lookups:
+            self._drain_urls()  # buffered URLs go to the frontier, so that the URL set can close
+            for lookup in self._lookups:  # no DNS for hosts activated at shutdown
                 lookup.cancel()
+            self.urlset.close()
+            self.content.close()
             await self.resolver.close()
             self.store.close()
             self.stats.sections.update(dns=self.resolver.stats(), guard=self.guard.stats(), fetch=fetcher.stats())
@@ -203,8 +221,14 @@ class CrawlEngine:
             if self._stopping:
                 break
             await slots.acquire()
+            if self.urlset.pending and len(self.frontier) < self._low_water:
+                self._drain_urls()
             lease = self.frontier.acquire()
             while lease is None and not self._stopping:
+                if self.urlset.pending:  # nothing is ready: the buffered URLs may be
+                    self._drain_urls()
+                    lease = self.frontier.acquire()
+                    continue
                 if self.frontier.in_flight == 0 and (len(self.frontier) == 0 or self._only_robots_waits()):
                     # nothing left that may be fetched: a crawl does not idle only to retry the
                     # robots.txt of unreachable hosts; their URLs stay queued (robots_waiting)
@@ -271,6 +295,7 @@ class CrawlEngine:
         return {
             **self.frontier.gauges(),
             "urls_seen": len(self.urlset),
+            "urls_buffered": self.urlset.pending,
             "robots_cached": len(self.robots),
             "dns_cached": len(self.resolver),
         }
@@ -346,6 +371,8 @@ class CrawlEngine:
     def _host_activated(self, host: str) -> None:
         """The frontier gave `host` a back queue: find its address meanwhile (Mercator's DNS
         prefetch). With per-IP politeness the frontier hands the host out once it has it."""
+        if self._stopping:
+            return  # URLs drained into the frontier at shutdown are not fetched in this run
         address = self.resolver.cached(hostname_of_authority(host))
         if address is not None:
             self.frontier.set_host_address(host, address)
@@ -410,7 +437,7 @@ class CrawlEngine:
     def _add_sitemaps(self, hrefs: Iterable[str], base: str, depth: int) -> None:
         """Queue sitemap files: in the frontier (polite, robots-checked), not through the URL filter
         (the site owner named them), but through the URL-seen test; at most sitemap_max_files per origin."""
-        entries: list[tuple[int, FrontierEntry]] = []
+        entries: list[FrontierEntry] = []
         for href in hrefs:
             try:
                 url = normalize(join(base, href))
@@ -422,11 +449,9 @@ class CrawlEngine:
                 self.stats.filtered["sitemap-limit"] += 1
                 continue
             self._sitemap_files[origin] += 1
-            entries.append((url_fingerprint(url), FrontierEntry(url, depth)))
-        for entry in self.urlset.filter_new(entries):
-            self._sitemaps.add(entry.url)
-            self.frontier.add(entry)
-            self._changed.set()
+            entries.append(FrontierEntry(url, depth))
+            self._sitemaps_submitted.add(url)
+        self._submit(entries)
 
     def _record_sitemap(self, result: FetchResult, entry: FrontierEntry) -> None:
         """Account and store a sitemap fetch, queue what it lists."""
@@ -485,10 +510,10 @@ class CrawlEngine:
             return
         body = result.content(self.config.max_body_bytes)
         fingerprint = content_fingerprint(body)
-        original = self.content.check(fingerprint, result.url)
-        if original is not None:
+        verdict = self.content.check(result.url, fingerprint, result.started)
+        if verdict.kind is ContentKind.EXACT:  # seen at another URL: a revisit record, links not extracted
             stats.duplicate_content += 1
-            self.store.record_duplicate(result, original, fingerprint=fingerprint, depth=entry.depth)
+            self.store.record_duplicate(result, str(verdict.of_url), fingerprint=fingerprint, depth=entry.depth)
             return
         page = parse_html(
             body,
@@ -499,7 +524,14 @@ class CrawlEngine:
             link_headers=header_values(result, "link"),
             max_links=self.config.max_links_per_page,
         )
-        self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
+        if verdict.kind is ContentKind.UNCHANGED:  # this URL's own last body: a revisit, links followed
+            self.store.record_duplicate(result, result.url, fingerprint=fingerprint, depth=entry.depth)
+        else:
+            verdict = self.content.check_near(result.url, page.text)
+            if verdict.kind is ContentKind.NEAR:  # the relation is kept in DIR/seen/content
+                stats.near_duplicate_content += 1
+            if verdict.kind is not ContentKind.NEAR or self.config.store_near_duplicates:
+                self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
         stats.links_extracted += len(page.links)
         stats.links_dropped += page.dropped_links
         follow_all = self.config.follow_nofollow
@@ -535,17 +567,36 @@ class CrawlEngine:
             entries.append(FrontierEntry(normalizer.serialized(absolute), depth, hops))
         self._enqueue(entries)
 
-    def _enqueue(self, entries: list[FrontierEntry]) -> int:
-        accepted: list[tuple[int, FrontierEntry]] = []
+    def _enqueue(self, entries: list[FrontierEntry]) -> None:
+        """Entries the URL filter accepts go to the URL set's buffer; new ones reach the frontier at a drain."""
+        accepted: list[FrontierEntry] = []
         for entry in entries:
             reason = self.url_filter.rejection(entry)
             if reason is not None:
                 self.stats.filtered[reason] += 1
                 continue
-            accepted.append((url_fingerprint(entry.url), entry))
-        new = added = 0
-        for entry in self.urlset.filter_new(accepted):
-            new += 1
+            accepted.append(entry)
+        self._submit(accepted)
+
+    def _submit(self, entries: list[FrontierEntry]) -> None:
+        buffered = self.urlset.submit_many([url_fingerprint(entry.url) for entry in entries], entries)
+        self.stats.duplicate_urls += len(entries) - buffered  # known to the URL set's cache
+        if self.urlset.full:
+            self._drain_urls()
+
+    def _drain_urls(self) -> int:
+        """Check the buffered URLs in one batch; the new ones go to the frontier in arrival order."""
+        pending = self.urlset.pending
+        if not pending:
+            return 0
+        new = self.urlset.drain()
+        sitemaps, self._sitemaps_submitted = self._sitemaps_submitted, set()
+        added = 0
+        for entry in new:
+            if entry.url in sitemaps:  # named by the site owner: not through the admission filter
+                self._sitemaps.add(entry.url)
+                self.frontier.add(entry)
+                continue
             reason = self.url_filter.admission(entry, host_of(entry.url))
             if reason is not None:
                 self.stats.filtered[reason] += 1
@@ -553,7 +604,7 @@ class CrawlEngine:
             self.frontier.add(entry)  # its host's address is looked up when it gets a back queue
             added += 1
         self.stats.urls_discovered += added
-        self.stats.duplicate_urls += len(accepted) - new
-        if added:
+        self.stats.duplicate_urls += pending - len(new)
+        if new:
             self._changed.set()
         return added
