@@ -119,4 +119,3 @@ def _parse(raw: bytes) -> tuple[str, int, float, bytes] | None:
         return str(record["origin"]), int(record["status"]), float(record["at"]), base64.b64decode(record["body"])
     except (ValueError, KeyError, TypeError):
         return None
-
