@@ -11,7 +11,11 @@ from typing import Any, NoReturn
 import click
 
 from crawlspace.config import ConfigError, CrawlConfig, reference_markdown
+from crawlspace.crawl.checkpoint import CheckpointError
 from crawlspace.crawl.engine import CrawlEngine, read_seeds
+from crawlspace.crawl.journal import JournalError
+from crawlspace.frontier import FrontierStateError, FrontierStoreError
+from crawlspace.seen.sortedruns import SeenStateError
 from crawlspace.store import CrawlTableError
 
 
@@ -55,8 +59,14 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("seeds_file", type=click.Path(path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="Crawl directory.")
+@click.argument("seeds_file", type=click.Path(path_type=Path), required=False)
+@click.option("--out", "out", type=click.Path(path_type=Path), help="Crawl directory.")
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=click.Path(path_type=Path),
+    help="Continue the crawl in this directory (after a crash, Ctrl-C or a limit), with its saved config.",
+)
 @click.option("--config", "config_file", type=click.Path(path_type=Path), help="TOML configuration file.")
 @click.option("--max-pages", type=int, help="Stop after this many fetches.")
 @click.option("--max-seconds", type=float, help="Stop after this many seconds.")
@@ -85,8 +95,9 @@ def main() -> None:
 @click.option("--exclude", multiple=True, metavar="REGEX", help="Never crawl URLs matching it (repeatable).")
 @click.option("--max-depth", type=int, help="Follow links at most this many hops from a seed.")
 def crawl(
-    seeds_file: Path,
-    out: Path,
+    seeds_file: Path | None,
+    out: Path | None,
+    resume_dir: Path | None,
     config_file: Path | None,
     user_agent: str | None,
     robots_agent: str | None,
@@ -99,8 +110,14 @@ def crawl(
     exclude: tuple[str, ...],
     **options: Any,
 ) -> None:
-    """Crawl from the URLs in SEEDS_FILE into the directory --out."""
-    if not seeds_file.is_file():
+    """Crawl from the URLs in SEEDS_FILE into the directory --out, or continue one with --resume DIR."""
+    if resume_dir is not None:
+        if seeds_file is not None or (out is not None and out != resume_dir):
+            fail("--resume DIR continues the crawl in DIR: give no seeds file and no other --out")
+        out = resume_dir
+    elif seeds_file is None or out is None:
+        fail("give a seeds file and --out DIR (or --resume DIR)")
+    elif not seeds_file.is_file():
         fail(f"seeds file {seeds_file} does not exist")
     if hosts_file is not None and not hosts_file.is_file():
         fail(f"hosts file {hosts_file} does not exist")
@@ -121,6 +138,12 @@ def crawl(
     for key, values in (("allowed_domains", allowed_domains), ("include", include), ("exclude", exclude)):
         if values:
             overrides[key] = list(values)
+    if resume_dir is not None:
+        config = resumed_config(resume_dir, config_file, overrides)
+        check_output_dir(resume_dir)
+        finish(run_crawl(config, resume_dir, [], live=live, resume=True))
+        return
+    assert seeds_file is not None and out is not None
     try:
         config = CrawlConfig.load(config_file, **overrides)
     except ConfigError as exc:
@@ -131,26 +154,80 @@ def crawl(
         click.echo(f"crawlspace: warning: {seeds_file}:{problem.line}: {problem.reason}; skipped", err=True)
     if not seeds:
         fail(f"no valid seed URL in {seeds_file}")
+    finish(run_crawl(config, out, seeds, invalid_seeds=len(problems), live=live))
+
+
+def resumed_config(directory: Path, config_file: Path | None, overrides: dict[str, Any]) -> CrawlConfig:
+    """The configuration saved in `directory`, with what the command line changes reported."""
+    saved_path = directory / "config.json"
     try:
-        stats = run_crawl(config, out, seeds, invalid_seeds=len(problems), live=live)
-    except CrawlTableError as exc:  # e.g. another crawl holds the directory's table
+        saved = CrawlConfig.from_mapping(json.loads(saved_path.read_text()), source=str(saved_path))
+    except FileNotFoundError:
+        fail(f"{directory} holds no crawl to resume ({saved_path.name} is missing)")
+    except (OSError, ValueError) as exc:
+        fail(f"cannot read {saved_path}: {exc}")
+    try:
+        extra = CrawlConfig.load(config_file).to_dict() if config_file is not None else {}
+        defaults = CrawlConfig().to_dict()
+        changes = {key: value for key, value in extra.items() if value != defaults[key]}
+        config = CrawlConfig.from_mapping(
+            {**saved.to_dict(), **changes, **{k: v for k, v in overrides.items() if v is not None}}
+        )
+    except ConfigError as exc:
         fail(str(exc))
+    for key, (before, after) in saved.differences(config).items():
+        click.echo(f"crawlspace: resume: {key} changed from {before!r} to {after!r}", err=True)
+    return config
+
+
+def finish(stats: dict[str, Any]) -> None:
+    """Print the final statistics; a crawl stopped by a full disk exits with EX_TEMPFAIL (75)."""
     click.echo(json.dumps(stats, indent=2))
+    if stats.get("termination") == "disk-full":
+        fail("disk full: the crawl stopped with its state intact; free space and continue with --resume", code=75)
 
 
 def run_crawl(
-    config: CrawlConfig, out: Path, seeds: list[str], *, invalid_seeds: int = 0, live: bool | None = None
+    config: CrawlConfig,
+    out: Path,
+    seeds: list[str],
+    *,
+    invalid_seeds: int = 0,
+    live: bool | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     install_event_loop_policy()
     (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
 
     async def go() -> dict[str, Any]:
-        engine = CrawlEngine(config, out, live_progress=live)
-        engine.stats.invalid_seeds = invalid_seeds
-        engine.add_seeds(seeds)
+        engine = CrawlEngine(config, out, live_progress=live, resume=resume)
+        if resume:
+            recovery = engine.recovery
+            if recovery.get("fallback"):
+                click.echo(
+                    f"crawlspace: warning: {recovery['fallback']}; resumed from the previous checkpoint", err=True
+                )
+            click.echo(
+                f"crawlspace: resuming {out} from checkpoint {recovery['generation']}, "
+                f"{recovery['journal_events']} journal events replayed",
+                err=True,
+            )
+        if seeds:
+            engine.stats.invalid_seeds = invalid_seeds
+            engine.add_seeds(seeds)
         return (await engine.run()).to_dict()
 
-    return asyncio.run(go())
+    try:
+        return asyncio.run(go())
+    except (
+        CrawlTableError,
+        CheckpointError,
+        JournalError,
+        FrontierStateError,
+        FrontierStoreError,
+        SeenStateError,
+    ) as exc:
+        fail(str(exc))  # another crawl holds the directory, or its state cannot be resumed
 
 
 @main.group(name="warc")

@@ -402,13 +402,14 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
             raise ConfigError(f"{source}: {_clean(str(exc))}") from None
 
     @classmethod
-    def load(cls, path: str | Path | None = None, **overrides: Any) -> CrawlConfig:
-        """Read a TOML file (if given) and apply keyword overrides on top of it."""
-        values: dict[str, Any] = {}
+    def load(cls, path: str | Path | None = None, *, base: CrawlConfig | None = None, **overrides: Any) -> CrawlConfig:
+        """Read a TOML file (if given) and apply keyword overrides (None: not given) on top of it, both
+        on top of `base` (a resumed crawl's saved configuration) when there is one."""
+        values: dict[str, Any] = base.to_dict() if base is not None else {}
         if path is not None:
             try:
                 with open(path, "rb") as handle:
-                    values = tomllib.load(handle)
+                    values.update(tomllib.load(handle))
             except OSError as exc:
                 raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
             except tomllib.TOMLDecodeError as exc:

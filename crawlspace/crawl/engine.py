@@ -222,6 +222,7 @@ class CrawlEngine:
             attempts=dict(self._attempts),
             sitemaps=sorted(self._sitemaps),
             sitemap_files=dict(self._sitemap_files),
+            robots_waiting=sorted(self._parked),
         )
         self.frontier.checkpoint(state.encode())
         self.journals.start(generation)
@@ -237,6 +238,7 @@ class CrawlEngine:
         self._attempts = dict(state.attempts)
         self._sitemaps = set(state.sitemaps)
         self._sitemap_files = Counter(state.sitemap_files)
+        self._parked = set(state.robots_waiting)
         restored_robots = self.robots_log.restore(self.robots, time.monotonic())
         self.journals.generation = max([state.generation - 1, *self.journals.generations()])
         report = ReplayReport()

@@ -762,9 +762,11 @@ class Frontier:
         """Checkpoint and release the store (and its directory lock). Idempotent."""
         if self._closed:
             return
-        self.checkpoint()
-        self._closed = True
-        self._store.close()
+        try:
+            self.checkpoint()
+        finally:  # even when the checkpoint fails (a full disk): the directory lock is released
+            self._closed = True
+            self._store.close()
 
     def __enter__(self) -> Frontier:
         return self
