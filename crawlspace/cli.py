@@ -1,8 +1,7 @@
-"""Command-line entry points: parse arguments, build the config, call the API. Nothing else lives here."""
+"""Command-line entry points: parse arguments, build the config, call the API (crawlspace.api). Nothing else here."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -10,22 +9,13 @@ from typing import Any, NoReturn
 
 import click
 
+from crawlspace.api import Crawler, CrawlError, SeedProblem, SeedsError
 from crawlspace.config import ConfigError, CrawlConfig, reference_markdown
-from crawlspace.crawl.engine import CrawlEngine, read_seeds
-from crawlspace.store import CrawlTableError
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
     click.echo(f"crawlspace: error: {message}", err=True)
     sys.exit(code)
-
-
-def install_event_loop_policy() -> None:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
-        return
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
 def _parse_resolve(values: tuple[str, ...]) -> dict[str, str]:
@@ -36,16 +26,6 @@ def _parse_resolve(values: tuple[str, ...]) -> dict[str, str]:
             fail(f"--resolve expects HOST=IP, got {value!r}")
         mapping[host.strip().lower()] = address.strip()
     return mapping
-
-
-def check_output_dir(out: Path) -> None:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        fail(f"output directory {out} is not writable: {exc.strerror or exc}")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -96,12 +76,6 @@ def crawl(
     **options: Any,
 ) -> None:
     """Crawl from the URLs in SEEDS_FILE into the directory --out."""
-    if not seeds_file.is_file():
-        fail(f"seeds file {seeds_file} does not exist")
-    if hosts_file is not None and not hosts_file.is_file():
-        fail(f"hosts file {hosts_file} does not exist")
-    if config_file is not None and not config_file.is_file():
-        fail(f"config file {config_file} does not exist")
     overrides: dict[str, Any] = dict(options)
     if user_agent:
         overrides["user_agent"] = user_agent
@@ -121,32 +95,24 @@ def crawl(
         config = CrawlConfig.load(config_file, **overrides)
     except ConfigError as exc:
         fail(str(exc))
-    check_output_dir(out)
-    seeds, problems = read_seeds(seeds_file)
-    for problem in problems:
-        click.echo(f"crawlspace: warning: {seeds_file}:{problem.line}: {problem.reason}; skipped", err=True)
-    if not seeds:
-        fail(f"no valid seed URL in {seeds_file}")
     try:
-        stats = run_crawl(config, out, seeds, invalid_seeds=len(problems), live=live)
-    except CrawlTableError as exc:  # e.g. another crawl holds the directory's table
+        crawler = Crawler(config, out=out, seeds_file=seeds_file, progress=live)
+    except SeedsError as exc:
+        _warn_seeds(exc.problems)
         fail(str(exc))
-    click.echo(json.dumps(stats, indent=2))
+    except CrawlError as exc:
+        fail(str(exc))
+    _warn_seeds(crawler.seed_problems)
+    try:
+        stats = crawler.run()
+    except CrawlError as exc:  # e.g. another crawl holds the directory's table
+        fail(str(exc))
+    click.echo(json.dumps(stats.to_dict(), indent=2))
 
 
-def run_crawl(
-    config: CrawlConfig, out: Path, seeds: list[str], *, invalid_seeds: int = 0, live: bool | None = None
-) -> dict[str, Any]:
-    install_event_loop_policy()
-    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
-
-    async def go() -> dict[str, Any]:
-        engine = CrawlEngine(config, out, live_progress=live)
-        engine.stats.invalid_seeds = invalid_seeds
-        engine.add_seeds(seeds)
-        return (await engine.run()).to_dict()
-
-    return asyncio.run(go())
+def _warn_seeds(problems: list[SeedProblem]) -> None:
+    for problem in problems:
+        click.echo(f"crawlspace: warning: {problem}; skipped", err=True)
 
 
 @main.group(name="warc")

@@ -201,7 +201,8 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     ] = ()
     exclude: Annotated[tuple[str, ...], _doc("Regular expressions: a URL matching any of them is not crawled.")] = ()
     allowed_schemes: Annotated[
-        tuple[Literal["http", "https"], ...], _doc("URL schemes crawled (http and https are the only ones fetched).")
+        tuple[Literal["http", "https"], ...],
+        _doc("URL schemes crawled; the schemes of protocol handlers given to Crawler(handlers=...) are added."),
     ] = ("http", "https")
     exclude_extensions: Annotated[
         tuple[str, ...],
@@ -289,6 +290,21 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         bool, _doc("fsync WARC files and the table log at each commit (survives power loss, not only crashes).")
     ] = True
     progress_interval: Annotated[float, _doc("Seconds between progress reports.", gt=0)] = 2.0
+
+    # extensions (Python API: crawlspace.Crawler)
+    processor_concurrency: Annotated[
+        int,
+        _doc(
+            "Pages whose processors may run at once (async and pooled ones are awaited meanwhile); while this "
+            "many wait, no new fetch starts, so memory stays bounded however slow they are.",
+            ge=1,
+            le=100_000,
+        ),
+    ] = 16
+    processor_timeout: Annotated[
+        PositiveFloat | None,
+        _doc("Seconds an async or pooled processor may spend on one page before it is abandoned for it."),
+    ] = 300.0
 
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self), include_extras=True)

@@ -18,7 +18,6 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,10 @@ from crawlspace.dns import AddressGuard, DNSFailure, Resolver
 from crawlspace.dns.resolver import hostname_of_authority
 from crawlspace.fetch import Fetcher, FetchResult, Outcome
 from crawlspace.fetch.retry import RetryPolicy
-from crawlspace.frontier import Frontier, FrontierEntry, Lease, Politeness
-from crawlspace.parse import parse_html
+from crawlspace.frontier import Frontier, FrontierEntry, Lease, Politeness, Prioritizer
+from crawlspace.hooks.protocols import Page, ProtocolHandler
+from crawlspace.hooks.runtime import Extensions
+from crawlspace.parse import ParsedPage, parse_html
 from crawlspace.parse.sitemap import SitemapKind, parse_sitemap
 from crawlspace.robots import RobotsCache, RobotsRules
 from crawlspace.robots.cache import MAX_REDIRECT_HOPS
@@ -41,28 +42,6 @@ from crawlspace.urls.filter import Reason, filter_from_config
 from crawlspace.urls.fingerprint import content_fingerprint
 
 
-@dataclass(frozen=True, slots=True)
-class SeedProblem:
-    line: int
-    text: str
-    reason: str
-
-
-def read_seeds(path: Path) -> tuple[list[str], list[SeedProblem]]:
-    """Normalized seed URLs of a seeds file (one per line, # comments), and the lines that were not."""
-    seeds: list[str] = []
-    problems: list[SeedProblem] = []
-    for number, raw in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
-        text = raw.split("#", 1)[0].strip() if raw.lstrip().startswith("#") else raw.strip()
-        if not text:
-            continue
-        try:
-            seeds.append(normalize(text))
-        except InvalidURL as exc:
-            problems.append(SeedProblem(number, text, str(exc)))
-    return seeds, problems
-
-
 def header_values(result: FetchResult, name: str) -> list[str]:
     """Every value of a response header that may repeat (X-Robots-Tag, Link)."""
     lowered = name.lower()
@@ -70,7 +49,15 @@ def header_values(result: FetchResult, name: str) -> list[str]:
 
 
 class CrawlEngine:
-    def __init__(self, config: CrawlConfig, out_dir: str | Path, *, live_progress: bool | None = None) -> None:
+    def __init__(
+        self,
+        config: CrawlConfig,
+        out_dir: str | Path,
+        *,
+        live_progress: bool | None = None,
+        extensions: Extensions | None = None,
+        prioritizer: Prioritizer | None = None,
+    ) -> None:
         self.config = config
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -82,17 +69,25 @@ class CrawlEngine:
             max_conn_per_host=config.max_conn_per_host,
         )
         self._back_queues = 3 * config.concurrency
-        self.frontier = Frontier(self.politeness, back_queues=self._back_queues)
+        self.frontier = Frontier(self.politeness, back_queues=self._back_queues, prioritizer=prioritizer)
         self.robots = RobotsCache(ttl=config.robots_ttl, retry_delay=config.robots_retry_delay)
         self.urlset = UrlSet()
         self.content = ContentSeen()
+        # the user's filters, processors, sinks and protocol handlers (crawlspace.hooks); the schemes of
+        # the handlers are crawlable: normalized, let through the scheme filter and followed
+        self.extensions = extensions or Extensions()
+        self.extensions.attach(self.stats.errors)
+        self._crawlable = ("http://", "https://", *(scheme + ":" for scheme in sorted(self.extensions.schemes)))
+        self._not_http = tuple(scheme + ":" for scheme in sorted(self.extensions.other_schemes))
         self.normalizer = Normalizer(
             strip_session_ids=config.strip_session_ids,
             strip_tracking=config.strip_tracking_params,
             strip_params=config.strip_params,
             sort_query=config.sort_query,
+            extra_schemes=self.extensions.schemes,
         )
         self.url_filter = filter_from_config(config)
+        self.url_filter.schemes |= self.extensions.schemes
         self._sitemaps: set[str] = set()  # sitemap URLs in the frontier, fetched as sitemaps
         self._robots_fetched_for: dict[str, str] = {}  # origin -> URL whose lease fetched its robots.txt
         self._parked: set[str] = set()  # hosts whose URLs wait for the retry of an unreachable robots.txt
@@ -156,6 +151,7 @@ class CrawlEngine:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
             await self.resolver.close()
+            await self._close_extensions()
             self.store.close()
             self.stats.sections.update(dns=self.resolver.stats(), guard=self.guard.stats(), fetch=fetcher.stats())
             self.stats.finished_at = time.time()
@@ -171,9 +167,14 @@ class CrawlEngine:
             if self._stopping:
                 break
             await slots.acquire()
+            await self.extensions.room()  # processors keep up, or no new fetch starts
             lease = self.frontier.acquire()
             while lease is None and not self._stopping:
-                if self.frontier.in_flight == 0 and (len(self.frontier) == 0 or self._only_robots_waits()):
+                if (
+                    self.frontier.in_flight == 0
+                    and not self.extensions.busy  # a page being processed may still emit URLs
+                    and (len(self.frontier) == 0 or self._only_robots_waits())
+                ):
                     # nothing left that may be fetched: a crawl does not idle only to retry the
                     # robots.txt of unreachable hosts; their URLs stay queued (robots_waiting)
                     self.stats.robots_waiting = len(self.frontier)
@@ -195,6 +196,7 @@ class CrawlEngine:
             task.add_done_callback(functools.partial(self._task_done, slots=slots))
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.extensions.drain()
 
     def _only_robots_waits(self) -> bool:
         """Is every queued URL on a host that waits for the retry of an unreachable robots.txt?
@@ -242,12 +244,16 @@ class CrawlEngine:
             "urls_seen": len(self.urlset),
             "robots_cached": len(self.robots),
             "dns_cached": len(self.resolver),
+            **self.extensions.gauges(),
         }
 
     # -- one lease ---------------------------------------------------------------------------
 
     async def _process(self, fetcher: Fetcher, lease: Lease) -> None:
         entry = lease.entry
+        if self._not_http and entry.url.startswith(self._not_http):
+            await self._process_by_handler(lease)
+            return
         self._parked.discard(lease.host)
         try:  # usually answered from the cache (prefetched); a dead host fails here, before robots.txt
             await self.resolver.resolve(hostname_of_authority(lease.host))
@@ -285,7 +291,7 @@ class CrawlEngine:
             self._sitemaps.discard(entry.url)
             self.frontier.release(lease, 0.0, contacted=False)
             return
-        result = await fetcher.fetch(entry.url)
+        result = await self._fetch_page(fetcher, entry.url)
         attempts = self._attempts.pop(entry.url, 0) + 1
         decision = self.retry.decide(result, attempts)
         try:
@@ -294,7 +300,9 @@ class CrawlEngine:
                     self._sitemaps.discard(entry.url)
                 self._record_sitemap(result, entry)
             else:
-                self._record(result, entry)
+                page = self._record(result, entry)
+                if not decision.retry:
+                    self._page_done(result, entry, page)
             if decision.retry:  # back into the frontier, behind a longer rest of its host: no worker waits
                 self._attempts[entry.url] = attempts
                 self.stats.retries += 1
@@ -397,15 +405,15 @@ class CrawlEngine:
         stats.sitemap_urls += len(sitemap.urls)
         self._follow([(url, entry.depth + 1, 0) for url in sitemap.urls], result.url, resolve=True)
 
-    def _record(self, result: FetchResult, entry: FrontierEntry) -> None:
-        """Account, store and follow up one fetch."""
+    def _record(self, result: FetchResult, entry: FrontierEntry) -> ParsedPage | None:
+        """Account, store and follow up one fetch; returns the parse of its body if it was parsed."""
         stats = self.stats
         stats.pages_fetched += 1
         stats.outcomes[result.outcome] += 1
         if not result.status:
             stats.errors[str(result.outcome)] += 1
             self.store.record(result, depth=entry.depth)
-            return
+            return None
         stats.responses_by_status[result.status] += 1
         stats.bytes_downloaded += len(result.body)
         if result.outcome is Outcome.REDIRECT:
@@ -416,30 +424,18 @@ class CrawlEngine:
                     with contextlib.suppress(InvalidURL):
                         self.url_filter.add_seed(self.normalizer(join(result.url, location)))
                 self._follow([(location, entry.depth, entry.hops + 1)], result.url)
-            return
-        # a body truncated at the size limit is stored marked as such and still parsed (Heritrix)
-        complete_or_cut = result.outcome is Outcome.OK or (
-            result.outcome is Outcome.TOO_LARGE and 200 <= result.status < 300
-        )
-        if not complete_or_cut or result.content_type not in self._parsed_types:
+            return None
+        if not self._parseable(result):
             self.store.record(result, depth=entry.depth)
-            return
+            return None
         body = result.content(self.config.max_body_bytes)
         fingerprint = content_fingerprint(body)
         original = self.content.check(fingerprint, result.url)
         if original is not None:
             stats.duplicate_content += 1
             self.store.record_duplicate(result, original, fingerprint=fingerprint, depth=entry.depth)
-            return
-        page = parse_html(
-            body,
-            result.url,
-            result.header("content-type"),
-            header_values(result, "x-robots-tag"),
-            agent=self.config.robots_agent,
-            link_headers=header_values(result, "link"),
-            max_links=self.config.max_links_per_page,
-        )
+            return None
+        page = self._parse(result, body)
         self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
         stats.links_extracted += len(page.links)
         stats.links_dropped += page.dropped_links
@@ -459,6 +455,7 @@ class CrawlEngine:
                 stats.canonical_elsewhere += 1
                 followed.append((canonical, entry.depth + 1, 0))
         self._follow(followed, result.url)
+        return page
 
     def _follow(self, links: list[tuple[str, int, int]], base: str, *, resolve: bool = False) -> None:
         """Normalize links (resolving redirect Locations, and all hrefs when `resolve`) and enqueue them."""
@@ -470,7 +467,7 @@ class CrawlEngine:
             except InvalidURL:
                 self.stats.filtered[Reason.INVALID_URL] += 1
                 continue
-            if not absolute.startswith(("http://", "https://")):
+            if not absolute.startswith(self._crawlable):
                 self.stats.filtered[Reason.SCHEME] += 1
                 continue
             entries.append(FrontierEntry(normalizer.serialized(absolute), depth, hops))
@@ -479,7 +476,7 @@ class CrawlEngine:
     def _enqueue(self, entries: list[FrontierEntry]) -> int:
         accepted: list[tuple[int, FrontierEntry]] = []
         for entry in entries:
-            reason = self.url_filter.rejection(entry)
+            reason = self._rejection(entry)
             if reason is not None:
                 self.stats.filtered[reason] += 1
                 continue
@@ -502,3 +499,87 @@ class CrawlEngine:
         if added:
             self._changed.set()
         return added
+
+    # -- extension points (crawlspace.hooks) --------------------------------------------------
+
+    def _rejection(self, entry: FrontierEntry) -> str | None:
+        """The built-in filter chain's reason to keep `entry` out, else the user filters'."""
+        return self.url_filter.rejection(entry) or self.extensions.rejection(entry)
+
+    def _parseable(self, result: FetchResult) -> bool:
+        """A response whose body is parsed for links and text: a 2xx of a parsed type, also when
+        truncated at the size limit (stored marked as such and still parsed, as Heritrix does)."""
+        complete_or_cut = result.outcome is Outcome.OK or (
+            result.outcome is Outcome.TOO_LARGE and 200 <= result.status < 300
+        )
+        return complete_or_cut and result.content_type in self._parsed_types
+
+    def _parse(self, result: FetchResult, body: bytes) -> ParsedPage:
+        return parse_html(
+            body,
+            result.url,
+            result.header("content-type"),
+            header_values(result, "x-robots-tag"),
+            agent=self.config.robots_agent,
+            link_headers=header_values(result, "link"),
+            max_links=self.config.max_links_per_page,
+        )
+
+    async def _fetch_page(self, fetcher: Fetcher, url: str) -> FetchResult:
+        """The built-in HTTP fetch, or the handler registered for the URL's scheme."""
+        handler = self.extensions.handler_for(url)
+        return await (fetcher.fetch(url) if handler is None else self.extensions.fetch(handler, url))
+
+    async def _process_by_handler(self, lease: Lease) -> None:
+        """A URL of a non-HTTP scheme (file:) that a registered handler fetches: no DNS, no robots.txt,
+        no retries; the host's politeness delay applies only if the handler asks for it."""
+        entry = lease.entry
+        handler: ProtocolHandler | None = self.extensions.handler_for(entry.url)
+        assert handler is not None, f"no handler for {entry.url}"
+        result = await self.extensions.fetch(handler, entry.url)
+        try:
+            self._page_done(result, entry, self._record(result, entry))
+        finally:
+            self.frontier.release(lease, result.duration, contacted=bool(handler.polite))
+
+    def _page_done(self, result: FetchResult, entry: FrontierEntry, parsed: ParsedPage | None) -> None:
+        """Hand a fetched response to the processors (robots.txt and sitemaps are not pages).
+
+        `parsed` is `_record`'s parse, None where it did not parse the body: not 2xx, not a parsed
+        type, or an exact duplicate of a page seen before. Duplicates are parsed here: the crawler
+        does not follow their links again, but processors see every page they were fetched as.
+        """
+        if not self.extensions.processes_pages or not result.status:
+            return
+        body = result.content(self.config.max_body_bytes)
+        if parsed is None and self._parseable(result):
+            parsed = self._parse(result, body)
+        page = Page(
+            url=result.url,
+            status=result.status,
+            headers=tuple(result.headers),
+            body=body,
+            depth=entry.depth,
+            fetched_at=result.started,
+            truncated=result.truncated,
+            title=parsed.title if parsed else "",
+            text=parsed.text if parsed else "",
+            links=tuple(parsed.links) if parsed else (),
+            canonical=parsed.canonical if parsed else None,
+            noindex=parsed.meta_noindex if parsed else False,
+        )
+        task = self.extensions.submit(page, self._follow_emitted)
+        task.add_done_callback(lambda _: self._changed.set())  # the crawl may end once processors are done
+
+    def _follow_emitted(self, page: Page, hrefs: list[str]) -> None:
+        """URLs a processor emitted: resolved against the page, then the path of its links."""
+        self._follow([(href, page.depth + 1, 0) for href in hrefs], page.url, resolve=True)
+
+    async def _close_extensions(self) -> None:
+        """Processors of pages still in hand finish (or are cancelled if the crawl failed), then every
+        extension is closed, so that the sinks' last items are in stats.json."""
+        self.extensions.cancel()
+        await self.extensions.drain()
+        await self.extensions.close()
+        if self.extensions.active:
+            self.stats.sections["extensions"] = self.extensions.stats()
