@@ -236,6 +236,13 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         ),
     ] = MAX_HOST_DEPTH
     max_links_per_page: Annotated[int, _doc("Links taken from one page; the rest are dropped.", ge=0)] = MAX_LINKS
+    follow_links: Annotated[
+        bool,
+        _doc(
+            "Follow the links of fetched pages. False: only seeds, redirect targets and the URLs that page "
+            "processors emit (Follow) are crawled: a processor then decides, e.g. a focused crawl."
+        ),
+    ] = True
     follow_nofollow: Annotated[
         bool, _doc("Follow rel=nofollow links and links of pages with a nofollow robots directive.")
     ] = False
@@ -334,7 +341,7 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         try:
             return msgspec.convert(values, cls, strict=False)
         except msgspec.ValidationError as exc:
-            raise ConfigError(f"{source}: {_clean(str(exc))}") from None
+            raise ConfigError(f"{source}: {_keyed(str(exc))}") from None
 
     @classmethod
     def load(cls, path: str | Path | None = None, **overrides: Any) -> CrawlConfig:
@@ -384,6 +391,15 @@ def _check_network(config: CrawlConfig) -> None:
 
 def _clean(message: str) -> str:
     return message.replace(" - at `$`", "").replace("`$.", "`")
+
+
+_AT_KEY = re.compile(r"^(?P<message>.*) - at `\$\.(?P<key>[^`]+)`$", re.DOTALL)
+
+
+def _keyed(message: str) -> str:
+    """msgspec's "Expected ... - at `$.key`" as "key: Expected ...", the form keyword construction reports."""
+    match = _AT_KEY.match(message)
+    return f"{match['key']}: {match['message']}" if match else _clean(message)
 
 
 def reference_markdown() -> str:

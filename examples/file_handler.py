@@ -22,7 +22,13 @@ WEB = SimWebConfig(hosts=6, seed=3, mean_pages_per_host=10, max_pages_per_host=4
 
 
 def catalogue(page: Page):
-    yield {"url": page.url, "status": page.status, "type": page.content_type, "title": page.title, "bytes": len(page.body)}
+    yield {
+        "url": page.url,
+        "status": page.status,
+        "type": page.content_type,
+        "title": page.title,
+        "bytes": len(page.body),
+    }
 
 
 def main(out: Path) -> CrawlStats:

@@ -18,7 +18,9 @@ from crawlspace import CrawlConfig, Crawler
 from crawlspace.hooks import FrontierEntry, Prioritizer
 from crawlspace.simweb import SimWeb, SimWebConfig, serve_in_background
 
-WEB = SimWebConfig(hosts=60, seed=9, mean_pages_per_host=6, max_pages_per_host=30, robots_crawl_delay=0.02, include_trap=False)
+WEB = SimWebConfig(
+    hosts=60, seed=9, mean_pages_per_host=6, max_pages_per_host=30, robots_crawl_delay=0.02, include_trap=False
+)
 
 
 class HomePagesFirst:
@@ -34,7 +36,9 @@ class HomePagesFirst:
 def crawl(out: Path, prioritizer: Prioritizer | None) -> float:
     """Crawl the web; the mean position of home-page requests in the server's log (0 first, 1 last)."""
     with serve_in_background(SimWeb.generate(WEB), out / "simweb", seeds=3) as web:
-        config = CrawlConfig(hosts_file=str(web.hosts_file), allow_private_addresses=True, min_delay=0.02, concurrency=4)
+        config = CrawlConfig(
+            hosts_file=str(web.hosts_file), allow_private_addresses=True, min_delay=0.02, concurrency=4
+        )
         Crawler(config, out=out / "crawl", seeds=web.seeds, prioritizer=prioritizer).run()
         web.stop()
         requests = sorted((entry for entry in web.read_log() if entry.path != "/robots.txt"), key=lambda e: e.arrived)

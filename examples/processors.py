@@ -24,7 +24,9 @@ from crawlspace import CrawlConfig, Crawler, CrawlStats
 from crawlspace.hooks import JsonlSink, Page, ParquetSink, run_in_process
 from crawlspace.simweb import SimWeb, SimWebConfig, serve_in_background
 
-WEB = SimWebConfig(hosts=20, seed=5, mean_pages_per_host=8, max_pages_per_host=40, robots_crawl_delay=0.05, include_trap=False)
+WEB = SimWebConfig(
+    hosts=20, seed=5, mean_pages_per_host=8, max_pages_per_host=40, robots_crawl_delay=0.05, include_trap=False
+)
 SHINGLE = 5
 PERMUTATIONS = 16
 

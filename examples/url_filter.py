@@ -44,7 +44,9 @@ def main(out: Path) -> CrawlStats:
     web = SimWeb.generate(WEB)
     with serve_in_background(web, out / "simweb", seeds=5) as server:
         config = CrawlConfig(hosts_file=str(server.hosts_file), allow_private_addresses=True, min_delay=0.05)
-        crawler = Crawler(config, out=out / "crawl", seeds=server.seeds, filters=[no_calendars, SkipSections("/mirror/")])
+        crawler = Crawler(
+            config, out=out / "crawl", seeds=server.seeds, filters=[no_calendars, SkipSections("/mirror/")]
+        )
         return crawler.run()
 
 

@@ -454,7 +454,8 @@ class CrawlEngine:
                 # kept: the indexer prefers the canonical when both are stored
                 stats.canonical_elsewhere += 1
                 followed.append((canonical, entry.depth + 1, 0))
-        self._follow(followed, result.url)
+        if self.config.follow_links:  # else only the processors' Follows lead on from a page
+            self._follow(followed, result.url)
         return page
 
     def _follow(self, links: list[tuple[str, int, int]], base: str, *, resolve: bool = False) -> None:

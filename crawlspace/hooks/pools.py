@@ -33,7 +33,7 @@ def call_to_completion(processor: PageProcessor, page: Page) -> list[object]:
         return asyncio.run(_collect(result))
     if inspect.isawaitable(result):
         result = asyncio.run(_await(result))
-    return as_outputs(result)
+    return list(as_outputs(result))
 
 
 async def _collect(results: AsyncIterable[object]) -> list[object]:

@@ -89,19 +89,20 @@ ProcessorOutput: TypeAlias = Item | Follow | Iterable[Item | Follow] | None
 ProcessorResult: TypeAlias = ProcessorOutput | Awaitable[ProcessorOutput] | AsyncIterable[Item | Follow]
 
 
-def as_outputs(value: object) -> list[object]:
-    """What a processor returned (not awaited), as a list: one item, one Follow, an iterable of them, or None.
+def as_outputs(value: object) -> Iterable[object]:
+    """What a processor returned (not awaited) as an iterable: one item, one Follow, an iterable of them, or None.
 
-    The elements are not checked here (see `crawlspace.hooks.runtime`); a mapping is one item,
-    never an iterable of its keys.
+    Iterables are not copied: a generator runs as the caller iterates, so what it yielded before
+    it raised has been seen. The elements are not checked here (see `crawlspace.hooks.runtime`);
+    a mapping is one item, never an iterable of its keys.
     """
     if value is None:
-        return []
+        return ()
     if isinstance(value, Mapping | Follow):
-        return [value]
+        return (value,)
     if isinstance(value, Iterable) and not isinstance(value, str | bytes):
-        return list(value)
-    return [value]
+        return value
+    return (value,)
 
 
 class PageProcessor(Protocol):
@@ -147,8 +148,9 @@ class ItemSink(Protocol):
 
     Every sink is offered every item: one that wants only some checks them in `write` (the built-in
     sinks take `select=`). An int attribute `items`, if the sink has one, is reported in stats.json
-    as the items it wrote. `write` should be quick (buffer, then write in batches); it is not retried: an exception loses
-    that item for this sink only, and is reported once per distinct error and counted. `close` is
+    as the items it wrote. `write` should be quick (buffer, then write in batches); it is not
+    retried: an exception loses that item for this sink only (raise `ItemsLost(message, count)`
+    when a batch of them is lost), and is reported once per distinct error and counted. `close` is
     called once at the end of the crawl (after the last item), also when the crawl was stopped.
     A plain function `fn(item)` passed as a sink is wrapped in `FunctionSink`.
     """

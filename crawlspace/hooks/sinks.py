@@ -49,6 +49,7 @@ class JsonlSink:
         self._flush_seconds = flush_seconds
         self._encoder = msgspec.json.Encoder()
         self._handle: IO[bytes] | None = None
+        self._tried = False  # a write tried to open the file
         self._last_flush = time.monotonic()
 
     def write(self, item: Item) -> None:
@@ -56,6 +57,7 @@ class JsonlSink:
             return
         line = self._encoder.encode(item) + b"\n"  # encode first: an item that cannot be encoded writes nothing
         if self._handle is None:
+            self._tried = True
             self._handle = open(self.path, self._mode)  # noqa: SIM115 - kept open across writes, closed in close()
         self._handle.write(line)
         self.items += 1
@@ -65,8 +67,10 @@ class JsonlSink:
             self._last_flush = now
 
     def close(self) -> None:
-        if self._handle is None:  # no item: the file still says the crawl ran and found nothing
-            self._handle = open(self.path, self._mode)  # noqa: SIM115
+        if self._handle is None:
+            if self._tried:  # the file could not be opened: its writes were reported already
+                return
+            self._handle = open(self.path, self._mode)  # noqa: SIM115 - no item: the file says so
         handle, self._handle = self._handle, None
         handle.close()
 
@@ -164,16 +168,15 @@ class ParquetSink:
             raise ItemsLost(f"{len(refused)} items do not fit the inferred schema; first: {refused[0]}", len(refused))
 
     def _flush(self) -> None:
-        pa = self._pa
-        if self._writer is None:
-            import pyarrow.parquet as pq
+        import pyarrow.parquet as pq
 
-            self._writer = pq.ParquetWriter(self._partial, self._schema, compression="zstd")
-        if not self._batches:
-            return
+        pa = self._pa
         batches, self._batches = self._batches, []
         try:
-            self._writer.write_table(pa.Table.from_batches(batches, schema=self._schema))
+            if self._writer is None:
+                self._writer = pq.ParquetWriter(self._partial, self._schema, compression="zstd")
+            if batches:
+                self._writer.write_table(pa.Table.from_batches(batches, schema=self._schema))
         except (OSError, pa.ArrowException) as exc:
             raise ItemsLost(f"a row group of {len(batches)} items could not be written: {exc}", len(batches)) from exc
         self.items += len(batches)
