@@ -169,10 +169,17 @@ class Crawler:
         else:
             raise CrawlError("Crawler.run() blocks; inside a running event loop use `await crawler.crawl()`")
         with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
-            return runner.run(self.crawl())
+            return runner.run(self._crawl(handle_signals=True))
 
     async def crawl(self) -> CrawlStats:
-        """Crawl to the end in the running event loop; returns the statistics."""
+        """Crawl to the end in the running event loop; returns the statistics.
+
+        The loop is the application's: its signal handlers are left alone (call `stop()` to end the
+        crawl early), whereas `run()`, which owns its loop, stops gracefully on Ctrl-C and SIGTERM.
+        """
+        return await self._crawl(handle_signals=False)
+
+    async def _crawl(self, *, handle_signals: bool) -> CrawlStats:
         if self._started:
             raise CrawlError("a Crawler runs once; make a new one for another crawl")
         self._started = True
@@ -184,6 +191,7 @@ class Crawler:
                 live_progress=self.progress,
                 extensions=self._extensions,
                 prioritizer=self.prioritizer,
+                handle_signals=handle_signals,
             )
         except CrawlTableError as exc:  # e.g. another crawl holds the directory's table
             await self._extensions.close()

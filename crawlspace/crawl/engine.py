@@ -57,6 +57,7 @@ class CrawlEngine:
         live_progress: bool | None = None,
         extensions: Extensions | None = None,
         prioritizer: Prioritizer | None = None,
+        handle_signals: bool = True,
     ) -> None:
         self.config = config
         self.out_dir = Path(out_dir)
@@ -105,6 +106,8 @@ class CrawlEngine:
             warcinfo={"http-header-user-agent": config.user_agent, "robots": "obey", "isPartOf": self.out_dir.name},
         )
         self._live_progress = live_progress
+        # Ctrl-C and SIGTERM stop the crawl gracefully; not when it runs inside an application's own loop
+        self._signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
         self._changed = asyncio.Event()
         self._stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
@@ -133,7 +136,7 @@ class CrawlEngine:
 
     async def run(self) -> CrawlStats:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in self._signals:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self.stop, "interrupted")
         fetcher = Fetcher.from_config(self.config, self.resolver, self.guard)
@@ -147,7 +150,7 @@ class CrawlEngine:
                     finally:
                         progress.cancel()
         finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in self._signals:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
             await self.resolver.close()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -179,3 +181,29 @@ def test_new_keys_validated_alike_from_keywords_and_toml(tmp_path: Path, key: st
     assert str(from_toml.value) == f"{path}: {from_keywords.value}"  # one validation, one message
     with pytest.raises(ConfigError, match="did you mean 'processor_concurrency'"):
         CrawlConfig.load(None, processor_concurency=3)
+
+
+def test_run_stops_gracefully_on_sigterm(site: Path, tmp_path: Path) -> None:
+    def terminate(page: Page) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    stats = crawler_for(site, tmp_path, processors=[terminate]).run()
+    assert stats.termination == "interrupted" and 1 <= stats.pages_fetched < 6
+
+
+def test_crawl_leaves_the_applications_signal_handlers_alone(site: Path, tmp_path: Path) -> None:
+    received: list[int] = []
+
+    def terminate(page: Page) -> None:
+        if page.depth == 0:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    async def application() -> CrawlStats:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, received.append, 1)
+        stats = await crawler_for(site, tmp_path, processors=[terminate]).crawl()
+        await asyncio.sleep(0)
+        return stats
+
+    stats = asyncio.run(application())
+    assert received == [1]  # the application's handler got it, before and after the crawl
+    assert stats.termination == "frontier-empty" and stats.pages_fetched == 6
