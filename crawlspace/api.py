@@ -20,17 +20,31 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from crawlspace.config import CrawlConfig
+from crawlspace.config import ConfigError, CrawlConfig
+from crawlspace.crawl.checkpoint import CheckpointError
 from crawlspace.crawl.engine import CrawlEngine
 from crawlspace.crawl.housekeeping import CrawlStats
+from crawlspace.frontier import FrontierError, FrontierStateError, FrontierStoreError
 from crawlspace.hooks.protocols import Item, ItemSink, PageProcessor, Prioritizer, ProtocolHandler, UrlFilter
 from crawlspace.hooks.runtime import Extensions
+from crawlspace.seen import SeenStateError
 from crawlspace.store import CrawlTableError
 from crawlspace.urls import InvalidURL, Normalizer
 
 
 class CrawlError(RuntimeError):
     """A crawl that cannot start, with the reason in one line."""
+
+
+STARTUP_ERRORS = (
+    CrawlTableError,
+    CheckpointError,
+    FrontierError,
+    FrontierStateError,
+    FrontierStoreError,
+    SeenStateError,
+)
+"""What opening a crawl directory's stores can raise: held by another crawl, or damaged beyond resuming."""
 
 
 class SeedsError(CrawlError):
@@ -70,6 +84,21 @@ def read_seeds_file(path: str | Path) -> list[tuple[int, str]]:
     return found
 
 
+def saved_config(out: str | Path) -> CrawlConfig:
+    """The configuration a crawl directory was crawled with (its config.json), to resume it."""
+    path = Path(out) / "config.json"
+    try:
+        values = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CrawlError(f"no crawl to resume in {out} (no config.json)") from None
+    except (OSError, ValueError) as exc:
+        raise CrawlError(f"cannot read {path}: {exc}") from None
+    try:
+        return CrawlConfig.from_mapping(values, source=str(path))
+    except ConfigError as exc:
+        raise CrawlError(str(exc)) from None
+
+
 def _check_output_dir(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -98,6 +127,9 @@ class Crawler:
     - `filters`, `prioritizer`, `processors`, `sinks`, `handlers`: see crawlspace.hooks.
     - `progress`: the live display (True/False; None: when stderr is a terminal). Progress lines
       also go to OUT/progress.jsonl.
+    - `resume`: continue the crawl in `out` from its last checkpoint (crawlspace.crawl.checkpoint);
+      seeds are then optional, and `config` defaults to the one saved in OUT/config.json (keys
+      that a given `config` changes are listed in `config_changes`).
     """
 
     def __init__(
@@ -113,11 +145,19 @@ class Crawler:
         sinks: Sequence[ItemSink | Callable[[Item], object]] = (),
         handlers: Mapping[str, ProtocolHandler] | None = None,
         progress: bool | None = None,
+        resume: bool = False,
     ) -> None:
-        self.config = config if config is not None else CrawlConfig()
-        if not isinstance(self.config, CrawlConfig):
-            raise TypeError(f"config must be a CrawlConfig, not {type(self.config).__name__}")
+        if config is not None and not isinstance(config, CrawlConfig):
+            raise TypeError(f"config must be a CrawlConfig, not {type(config).__name__}")
         self.out = Path(out)
+        self.resume = resume
+        self.config_changes: dict[str, tuple[object, object]] = {}
+        if resume:
+            saved = saved_config(self.out)
+            if config is not None:
+                self.config_changes = saved.differences(config)
+            config = config or saved
+        self.config = config if config is not None else CrawlConfig()
         self.progress = progress
         for kind, hooks in (("filter", filters), ("processor", processors)):
             for hook in hooks:
@@ -153,7 +193,7 @@ class Crawler:
                 problems.append(SeedProblem(source, number, text, str(exc)))
                 continue
             valid.append(text.strip())
-        if not valid:
+        if not valid and (candidates or not self.resume):  # a resumed crawl has its frontier
             where = seeds_file if seeds_file is not None else "the seeds given"
             raise SeedsError(f"no valid seed URL in {where}", problems)
         return valid, problems
@@ -189,15 +229,16 @@ class Crawler:
                 self.config,
                 self.out,
                 live_progress=self.progress,
+                resume=self.resume,
                 extensions=self._extensions,
                 prioritizer=self.prioritizer,
                 handle_signals=handle_signals,
             )
-        except CrawlTableError as exc:  # e.g. another crawl holds the directory's table
+        except STARTUP_ERRORS as exc:  # a directory held by another crawl, or a state that cannot resume
             await self._extensions.close()
             raise CrawlError(str(exc)) from exc
         self._engine = engine
-        engine.stats.invalid_seeds = len(self.seed_problems)
+        engine.stats.invalid_seeds += len(self.seed_problems)
         engine.add_seeds(self.seeds)
         if self._stop_requested:
             engine.stop("stopped")

@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 import click
 
-from crawlspace.api import Crawler, CrawlError, SeedProblem, SeedsError
+from crawlspace.api import Crawler, CrawlError, SeedProblem, SeedsError, saved_config
 from crawlspace.config import ConfigError, CrawlConfig, reference_markdown
 
 
@@ -35,14 +35,25 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("seeds_file", type=click.Path(path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="Crawl directory.")
+@click.argument("seeds_file", required=False, type=click.Path(path_type=Path))
+@click.option("--out", "out", type=click.Path(path_type=Path), help="Crawl directory.")
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=click.Path(path_type=Path),
+    help="Continue the crawl in this directory from its last checkpoint, with its saved configuration "
+    "(options given change it; the changes are reported).",
+)
 @click.option("--config", "config_file", type=click.Path(path_type=Path), help="TOML configuration file.")
 @click.option("--max-pages", type=int, help="Stop after this many fetches.")
 @click.option("--max-seconds", type=float, help="Stop after this many seconds.")
 @click.option("--user-agent", help="User-Agent header (sets --robots-agent to its product token too).")
 @click.option("--robots-agent", help="Product token matched against robots.txt groups.")
 @click.option("--min-delay", type=float, help="Least seconds between two requests to one host.")
+@click.option("--delay-factor", type=float, help="Wait this many times the last fetch's duration (Mercator's k).")
+@click.option("--max-delay", type=float, help="Upper bound of the delay between requests to one host.")
+@click.option("--max-conn-per-host", type=int, help="Requests in flight at once to one host.")
+@click.option("--per-ip/--no-per-ip", "per_ip", default=None, help="Hosts on one IP address share its politeness.")
 @click.option("--concurrency", type=int, help="Fetches in flight at once.")
 @click.option("--resolve", "resolve", multiple=True, metavar="HOST=IP", help="Fixed address for a host name.")
 @click.option("--hosts-file", type=click.Path(path_type=Path), help="Hosts file consulted before /etc/hosts.")
@@ -61,8 +72,9 @@ def main() -> None:
 @click.option("--exclude", multiple=True, metavar="REGEX", help="Never crawl URLs matching it (repeatable).")
 @click.option("--max-depth", type=int, help="Follow links at most this many hops from a seed.")
 def crawl(
-    seeds_file: Path,
-    out: Path,
+    seeds_file: Path | None,
+    out: Path | None,
+    resume_dir: Path | None,
     config_file: Path | None,
     user_agent: str | None,
     robots_agent: str | None,
@@ -75,7 +87,13 @@ def crawl(
     exclude: tuple[str, ...],
     **options: Any,
 ) -> None:
-    """Crawl from the URLs in SEEDS_FILE into the directory --out."""
+    """Crawl from the URLs in SEEDS_FILE into the directory --out, or continue a crawl (--resume DIR)."""
+    if resume_dir is not None:
+        if out is not None and out != resume_dir:
+            fail("--resume names the crawl directory; --out is not needed")
+        out = resume_dir
+    elif out is None or seeds_file is None:
+        fail("give SEEDS_FILE and --out DIR for a new crawl, or --resume DIR to continue one")
     overrides: dict[str, Any] = dict(options)
     if user_agent:
         overrides["user_agent"] = user_agent
@@ -92,17 +110,19 @@ def crawl(
         if values:
             overrides[key] = list(values)
     try:
-        config = CrawlConfig.load(config_file, **overrides)
+        base = saved_config(out) if resume_dir is not None else None
+        config = CrawlConfig.load(config_file, base=base, **overrides)
+        crawler = Crawler(config, out=out, seeds_file=seeds_file, progress=live, resume=resume_dir is not None)
     except ConfigError as exc:
         fail(str(exc))
-    try:
-        crawler = Crawler(config, out=out, seeds_file=seeds_file, progress=live)
     except SeedsError as exc:
         _warn_seeds(exc.problems)
         fail(str(exc))
     except CrawlError as exc:
         fail(str(exc))
     _warn_seeds(crawler.seed_problems)
+    for key, (before, now) in crawler.config_changes.items():
+        click.echo(f"crawlspace: resuming with {key} = {json.dumps(now)} (was {json.dumps(before)})", err=True)
     try:
         stats = crawler.run()
     except CrawlError as exc:  # e.g. another crawl holds the directory's table

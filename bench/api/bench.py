@@ -3,7 +3,8 @@
 One simulated web is served for the whole run (a separate process: its CPU is not counted). Each
 configuration crawls it in a fresh crawler process, in rounds that take turns so that load changes
 on a shared machine hit them alike; the figure is the crawl's CPU (user + system of the crawler
-process from the start of the crawl to its end, plus its worker processes) per fetched page, and its ratio to the crawl without extensions.
+process from the start of the crawl to its end, plus its worker processes) per fetched page, and
+its ratio to the crawl without extensions.
 
 - none:     no extension (the CLI's crawl)
 - filter:   two URL filters (a regex and a set lookup) on every link
@@ -112,7 +113,8 @@ def main() -> None:
     results: dict[str, list[dict[str, float]]] = {name: [] for name in CONFIGURATIONS}
     with tempfile.TemporaryDirectory() as folder, serve_in_background(web, Path(folder) / "simweb", seeds=30) as server:
         for round_number in range(args.rounds):
-            order = CONFIGURATIONS[round_number % len(CONFIGURATIONS) :] + CONFIGURATIONS[: round_number % len(CONFIGURATIONS)]
+            turn = round_number % len(CONFIGURATIONS)
+            order = CONFIGURATIONS[turn:] + CONFIGURATIONS[:turn]
             for name in order:
                 out = Path(folder) / f"{name}-{round_number}"
                 done = subprocess.run(

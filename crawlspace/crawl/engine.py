@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import functools
+import os
 import signal
 import time
 from collections import Counter
@@ -22,7 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from crawlspace.config import CrawlConfig
+from crawlspace.crawl import journal
+from crawlspace.crawl.checkpoint import CheckpointError, CrawlState, Journals
 from crawlspace.crawl.housekeeping import CrawlStats, ProgressReporter
+from crawlspace.crawl.journal import ReplayReport, replay
 from crawlspace.dns import AddressGuard, DNSFailure, Resolver
 from crawlspace.dns.resolver import hostname_of_authority
 from crawlspace.fetch import Fetcher, FetchResult, Outcome
@@ -34,12 +39,19 @@ from crawlspace.parse import ParsedPage, parse_html
 from crawlspace.parse.sitemap import SitemapKind, parse_sitemap
 from crawlspace.robots import RobotsCache, RobotsRules
 from crawlspace.robots.cache import MAX_REDIRECT_HOPS
+from crawlspace.robots.persist import RobotsLog
 from crawlspace.robots.rules import MAX_ROBOTS_BYTES
-from crawlspace.seen import ContentSeen, UrlSet
+from crawlspace.seen import ContentKind, ContentSeen, UrlSet
 from crawlspace.store import PageStore, StoreOptions
 from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of, url_fingerprint
 from crawlspace.urls.filter import Reason, filter_from_config
 from crawlspace.urls.fingerprint import content_fingerprint
+
+
+def _host_failed(result: FetchResult) -> bool:
+    """A failure that says something about the host rather than the URL: it backs the host off,
+    and repeated ones park it and finally give it up (a 404 or a 500 is the page's problem)."""
+    return result.outcome.is_transient or result.status in (429, 503)
 
 
 def header_values(result: FetchResult, name: str) -> list[str]:
@@ -55,6 +67,7 @@ class CrawlEngine:
         out_dir: str | Path,
         *,
         live_progress: bool | None = None,
+        resume: bool = False,
         extensions: Extensions | None = None,
         prioritizer: Prioritizer | None = None,
         handle_signals: bool = True,
@@ -68,16 +81,47 @@ class CrawlEngine:
             delay_factor=config.delay_factor,
             max_delay=config.max_delay,
             max_conn_per_host=config.max_conn_per_host,
+            per_ip=config.per_ip,
+            max_conn_per_ip=config.max_conn_per_ip,
+            error_delay=config.error_delay,
+            park_after_errors=config.park_after_errors,
+            park_seconds=config.park_seconds,
+            give_up_after_parks=config.give_up_after_parks,
         )
-        self._back_queues = 3 * config.concurrency
-        self.frontier = Frontier(self.politeness, back_queues=self._back_queues, prioritizer=prioritizer)
+        self._back_queues = config.back_queues or 3 * config.concurrency
+        self.resolver = Resolver.from_config(config)
+        self._lookups: set[asyncio.Task[None]] = set()
+        self.resuming = resume
+        self.frontier = Frontier.open(
+            self.out_dir / "frontier",
+            self.politeness,
+            fresh=not resume,
+            back_queues=self._back_queues,
+            front_window=config.frontier_front_window,
+            back_window=config.frontier_back_window,
+            on_activate=self._host_activated,
+            prioritizer=prioritizer,
+        )
         self.robots = RobotsCache(ttl=config.robots_ttl, retry_delay=config.robots_retry_delay)
-        self.urlset = UrlSet()
-        self.content = ContentSeen()
+        robots_dir = self.out_dir / "robots"
+        if not resume:
+            (robots_dir / "robots.log").unlink(missing_ok=True)
+        self.robots_log = RobotsLog(robots_dir, ttl=config.robots_ttl)
+        seen_dir = self.out_dir / "seen"  # a new crawl starts with empty sets; a resumed one reopens them
+        self.urlset: UrlSet[FrontierEntry] = UrlSet.open(
+            seen_dir / "urls",
+            cache_bytes=config.seen_cache_bytes,
+            buffer_urls=config.seen_buffer_urls,
+            reset=not resume,
+        )
+        self.content = ContentSeen(
+            seen_dir / "content", near_threshold=config.near_duplicate_threshold, reset=not resume
+        )
+        self._low_water = 2 * config.concurrency  # below this many queued URLs the URL buffer is drained
+        self._sitemaps_submitted: set[str] = set()  # sitemap URLs waiting in the URL buffer
         # the user's filters, processors, sinks and protocol handlers (crawlspace.hooks); the schemes of
         # the handlers are crawlable: normalized, let through the scheme filter and followed
         self.extensions = extensions or Extensions()
-        self.extensions.attach(self.stats.errors)
         self._crawlable = ("http://", "https://", *(scheme + ":" for scheme in sorted(self.extensions.schemes)))
         self._not_http = tuple(scheme + ":" for scheme in sorted(self.extensions.other_schemes))
         self.normalizer = Normalizer(
@@ -93,7 +137,6 @@ class CrawlEngine:
         self._robots_fetched_for: dict[str, str] = {}  # origin -> URL whose lease fetched its robots.txt
         self._parked: set[str] = set()  # hosts whose URLs wait for the retry of an unreachable robots.txt
         self._sitemap_files: Counter[str] = Counter()  # sitemap files queued per origin
-        self.resolver = Resolver.from_config(config)
         self.guard = AddressGuard.from_config(config)
         self.retry = RetryPolicy(
             max_retries=config.max_retries, initial_delay=config.retry_delay, statuses=frozenset(config.retry_statuses)
@@ -112,6 +155,17 @@ class CrawlEngine:
         self._stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._started = time.monotonic()
+        self.journals = Journals(self.out_dir)
+        self._journal_lines: list[str] = []
+        self._done: set[int] = set()  # finished URLs the restored frontier may still hand out once
+        self.disk_full: str | None = None
+        self.recovery: dict[str, Any] = {}
+        if resume:
+            self._resume()
+        else:
+            self.journals.reset()
+        self.extensions.attach(self.stats.errors)  # the resumed crawl's counters, when resuming
+        self.checkpoint()  # the base every later crash resumes from
 
     # -- public ------------------------------------------------------------------------------
 
@@ -125,7 +179,11 @@ class CrawlEngine:
                 continue
             self.url_filter.add_seed(url)
             entries.append(FrontierEntry(url))
-        return self._enqueue(entries)
+        before = self.stats.urls_discovered
+        self._enqueue(entries)
+        self._drain_urls()
+        self._flush_journal()
+        return self.stats.urls_discovered - before
 
     def stop(self, reason: str = "stopped") -> None:
         """Stop taking new URLs; in-flight fetches finish."""
@@ -134,11 +192,116 @@ class CrawlEngine:
             self.stats.termination = self.stats.termination or reason
             self._changed.set()
 
+    def _on_signal(self) -> None:
+        """First SIGINT/SIGTERM: stop gracefully (finish in-flight fetches, checkpoint). Second: exit
+        at once; the last checkpoint and the journal still resume the crawl."""
+        if self._stopping and self.stats.termination == "interrupted":
+            os._exit(130)
+        self.stop("interrupted")
+
+    # -- checkpoints (see checkpoint.py) ------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        """Make the whole crawl state durable; the frontier's atomic checkpoint is the commit point."""
+        self._drain_urls()  # the URL set checkpoints with an empty buffer
+        self._flush_journal()  # what the checkpoint covers is in the old journal, if any
+        self.urlset.checkpoint()
+        self.content.checkpoint()
+        self.store.flush()
+        self.robots_log.sync()
+        self.robots_log.maybe_compact()
+        generation = self.journals.generation + 1
+        state = CrawlState(
+            generation=generation,
+            stats=self.stats.snapshot(),
+            done=sorted(self._done),
+            filter_hosts=self.url_filter.host_counts(),
+            seeds=self.url_filter.seeds,
+            attempts=dict(self._attempts),
+            sitemaps=sorted(self._sitemaps),
+            sitemap_files=dict(self._sitemap_files),
+        )
+        self.frontier.checkpoint(state.encode())
+        self.journals.start(generation)
+
+    def _resume(self) -> None:
+        """Continue from the last checkpoint: restore the engine's state, replay the journals since."""
+        if not self.frontier.extra:
+            raise CheckpointError(f"{self.out_dir} has no checkpoint to resume (was a crawl started there?)")
+        state = CrawlState.decode(self.frontier.extra, str(self.out_dir / "frontier"))
+        self.stats = CrawlStats.resumed(state.stats)
+        self.url_filter.restore(state.seeds, state.filter_hosts)
+        self._done = set(state.done)
+        self._attempts = dict(state.attempts)
+        self._sitemaps = set(state.sitemaps)
+        self._sitemap_files = Counter(state.sitemap_files)
+        restored_robots = self.robots_log.restore(self.robots, time.monotonic())
+        self.journals.generation = max([state.generation - 1, *self.journals.generations()])
+        report = ReplayReport()
+        journals = self.journals.since(state.generation)
+        self._replay(journals, report)
+        self.recovery = {
+            "generation": state.generation,
+            "fallback": self.frontier.fallback,
+            "journals": [path.name for path in journals],
+            "journal_events": report.events,
+            "journal_torn_bytes": report.torn_bytes,
+            "robots_restored": restored_robots,
+            "warc_recovered": [str(item) for item in self.store.stats.recovered],
+        }
+        self.stats.sections["recovery"] = self.recovery
+
+    def _replay(self, paths: list[Path], report: ReplayReport) -> None:
+        pending: list[FrontierEntry] = []  # submitted after the last drain: not yet checked
+        admitted: list[FrontierEntry] = []
+        for path in paths:
+            for event in replay(path, report):
+                fields = event.fields
+                if event.kind == journal.SUBMITTED:
+                    pending.append(FrontierEntry(fields[2], int(fields[0]), int(fields[1])))
+                elif event.kind == journal.DRAINED:
+                    pending.clear()
+                elif event.kind == journal.ADMITTED:
+                    entry = FrontierEntry(fields[3], int(fields[0]), int(fields[1]))
+                    if fields[2] == "1":
+                        self._sitemaps.add(entry.url)
+                    else:
+                        self.url_filter.admission(entry, host_of(entry.url))
+                    self.frontier.add(entry)
+                    admitted.append(entry)
+                elif event.kind == journal.FETCHED:
+                    self.stats.count_fetch(int(fields[0]), fields[1], int(fields[2]))
+                elif event.kind == journal.DONE:
+                    self._done.add(url_fingerprint(fields[0]))
+        if admitted:  # the URL set may know them already (it can be ahead of the checkpoint): make sure
+            self.urlset.submit_many([url_fingerprint(entry.url) for entry in admitted], admitted)
+            self.urlset.drain()
+        if pending:
+            self._submit(pending)
+
+    def _flush_journal(self) -> None:
+        lines, self._journal_lines = self._journal_lines, []
+        if lines and self.journals.current is not None:
+            self.journals.current.record(lines)
+
+    def _release(self, lease: Lease, duration: float, *, put_back: FrontierEntry | None = None, **options: Any) -> None:
+        """End a lease; a lease that does not put its URL back finishes the URL (journaled)."""
+        self.frontier.release(lease, duration, put_back=put_back, **options)
+        if put_back is None:
+            self._journal_lines.append(journal.done(lease.entry.url))
+
+    def _count_fetch(self, result: FetchResult) -> None:
+        size = len(result.body)
+        self.stats.count_fetch(result.status, str(result.outcome), size)
+        self._journal_lines.append(journal.fetched(result.url, result.status, str(result.outcome), size))
+
     async def run(self) -> CrawlStats:
         loop = asyncio.get_running_loop()
+        for host in self.frontier.hosts_awaiting_address():  # activated before the loop ran
+            self._host_activated(host)
         for sig in self._signals:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self.stop, "interrupted")
+                loop.add_signal_handler(sig, self._on_signal)
         fetcher = Fetcher.from_config(self.config, self.resolver, self.guard)
         reporter = ProgressReporter(self.stats, self._gauges, self.out_dir / "progress.jsonl", live=self._live_progress)
         try:
@@ -153,13 +316,45 @@ class CrawlEngine:
             for sig in self._signals:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
+            for lookup in self._lookups:  # no DNS for hosts activated at shutdown
+                lookup.cancel()
             await self.resolver.close()
             await self._close_extensions()
-            self.store.close()
             self.stats.sections.update(dns=self.resolver.stats(), guard=self.guard.stats(), fetch=fetcher.stats())
-            self.stats.finished_at = time.time()
-            self.stats.write(self.out_dir / "stats.json")
+            self.stats.sections["frontier"] = {
+                **self.frontier.stats.to_dict(),
+                "given_up_reasons": dict(self.frontier.given_up_reasons),
+                "parked_hosts": self.frontier.parked_hosts,
+            }
+            self._shut_down()
         return self.stats
+
+    def _shut_down(self) -> None:
+        """A last checkpoint (what was left to crawl survives the run), stats.json, then close the stores.
+        With the disk full the checkpoint may fail: the previous one and the journal still resume."""
+        try:
+            self.checkpoint()
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            self._disk_full(exc)
+            self.stats.errors["checkpoint-failed"] += 1
+        self.stats.finished_at = time.time()
+        with contextlib.suppress(OSError) if self.disk_full else contextlib.nullcontext():
+            self.stats.write(self.out_dir / "stats.json")
+        for close in (
+            self.urlset.close,
+            self.content.close,
+            self.store.close,
+            self.robots_log.close,
+            self.journals.close,
+            self.frontier.close,
+        ):
+            if self.disk_full:
+                with contextlib.suppress(OSError):
+                    close()
+            else:
+                close()
 
     # -- dispatch ----------------------------------------------------------------------------
 
@@ -171,8 +366,14 @@ class CrawlEngine:
                 break
             await slots.acquire()
             await self.extensions.room()  # processors keep up, or no new fetch starts
+            if self.urlset.pending and len(self.frontier) < self._low_water:
+                self._drain_urls()
             lease = self.frontier.acquire()
             while lease is None and not self._stopping:
+                if self.urlset.pending:  # nothing is ready: the buffered URLs may be
+                    self._drain_urls()
+                    lease = self.frontier.acquire()
+                    continue
                 if (
                     self.frontier.in_flight == 0
                     and not self.extensions.busy  # a page being processed may still emit URLs
@@ -198,17 +399,24 @@ class CrawlEngine:
             self._tasks.add(task)
             task.add_done_callback(functools.partial(self._task_done, slots=slots))
         if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            grace = self.config.shutdown_grace if self.stats.termination in ("interrupted", "disk-full") else None
+            _, late = await asyncio.wait(set(self._tasks), timeout=grace)
+            for task in late:  # abandoned: their URLs were leased, so the checkpoint hands them out again
+                task.cancel()
+            if late:
+                self.stats.errors["abandoned-at-shutdown"] += len(late)
+                await asyncio.gather(*late, return_exceptions=True)
         await self.extensions.drain()
 
     def _only_robots_waits(self) -> bool:
         """Is every queued URL on a host that waits for the retry of an unreachable robots.txt?
 
-        True when every active host is such a host and the front queues are empty (fewer active
-        hosts than back queues, so the frontier would have activated any other queued host).
+        True when the front queues are empty and every host holding a back queue (active, or set
+        aside by the frontier until its retry time) is such a host.
         """
-        active = self.frontier.active_hosts
-        return 0 < active == len(self._parked) < self._back_queues
+        frontier = self.frontier
+        holding = frontier.active_hosts + frontier.parked_hosts
+        return sum(frontier.front_sizes()) == 0 and 0 < holding == len(self._parked)
 
     def _wait_cap(self, timeout: float | None) -> float:
         cap = self.config.progress_interval
@@ -234,17 +442,26 @@ class CrawlEngine:
             self.stop("max-bytes")
 
     async def _report_periodically(self, reporter: ProgressReporter) -> None:
+        last_checkpoint = time.monotonic()
         while True:
             await asyncio.sleep(self.config.progress_interval)
-            self.store.maybe_flush()
+            try:
+                if time.monotonic() - last_checkpoint >= self.config.checkpoint_interval:
+                    self.checkpoint()
+                    last_checkpoint = time.monotonic()
+                else:
+                    self.store.maybe_flush()
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                self._disk_full(exc)
             reporter.report()
 
     def _gauges(self) -> dict[str, Any]:
         return {
-            "frontier": len(self.frontier),
-            "in_flight": self.frontier.in_flight,
-            "active_hosts": self.frontier.active_hosts,
+            **self.frontier.gauges(),
             "urls_seen": len(self.urlset),
+            "urls_buffered": self.urlset.pending,
             "robots_cached": len(self.robots),
             "dns_cached": len(self.resolver),
             **self.extensions.gauges(),
@@ -253,16 +470,46 @@ class CrawlEngine:
     # -- one lease ---------------------------------------------------------------------------
 
     async def _process(self, fetcher: Fetcher, lease: Lease) -> None:
+        try:
+            if self._done and self._finished_before_crash(lease):
+                return
+            await self._process_lease(fetcher, lease)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            self._disk_full(exc)
+        finally:
+            self._flush_journal()
+
+    def _finished_before_crash(self, lease: Lease) -> bool:
+        """A URL fetched after the checkpoint a resume started from comes out of the frontier once
+        more: drop it without a request."""
+        fingerprint = url_fingerprint(lease.entry.url)
+        if fingerprint not in self._done:
+            return False
+        self._done.discard(fingerprint)
+        self._release(lease, 0.0, contacted=False)
+        return True
+
+    def _disk_full(self, exc: OSError) -> None:
+        """No space left: stop cleanly. What the failed write was for is in flight: the last checkpoint
+        and the journal (whose torn last batch is dropped on resume) still describe a consistent crawl."""
+        self.stats.errors["disk-full"] += 1
+        self.disk_full = f"{exc.filename or 'a crawl file'}: {exc.strerror or exc}"
+        self.stop("disk-full")
+
+    async def _process_lease(self, fetcher: Fetcher, lease: Lease) -> None:
         entry = lease.entry
         if self._not_http and entry.url.startswith(self._not_http):
             await self._process_by_handler(lease)
             return
         self._parked.discard(lease.host)
         try:  # usually answered from the cache (prefetched); a dead host fails here, before robots.txt
-            await self.resolver.resolve(hostname_of_authority(lease.host))
+            address = await self.resolver.resolve(hostname_of_authority(lease.host))
         except DNSFailure as exc:
             self._dns_failed(lease, exc)
             return
+        self.frontier.set_host_address(lease.host, address)  # no-op unless it changed or was unknown
         origin = origin_of(entry.url)
         agent = self.config.robots_agent
         now = time.monotonic()
@@ -275,16 +522,14 @@ class CrawlEngine:
             started = time.monotonic()
             rules = await self._fetch_robots(fetcher, origin, entry.depth)
             self._robots_fetched_for[origin] = entry.url
-            self.frontier.release(
-                lease, time.monotonic() - started, put_back=entry, crawl_delay=rules.crawl_delay(agent)
-            )
+            self._release(lease, time.monotonic() - started, put_back=entry, crawl_delay=rules.crawl_delay(agent))
             return
         rules = robots.rules
         if not rules.allowed(entry.url, agent):
             if robots.unreachable and robots.transient and robots.failures <= self.config.robots_max_retries:
                 # robots.txt could not be fetched: the URL waits for the next attempt, it is not dropped
                 self._parked.add(lease.host)
-                self.frontier.release(lease, 0.0, put_back=entry, retry_after=max(robots.expires - now, 0.0))
+                self._release(lease, 0.0, put_back=entry, retry_after=max(robots.expires - now, 0.0))
                 return
             if robots.unreachable:
                 self.stats.robots_unreachable += 1
@@ -292,7 +537,7 @@ class CrawlEngine:
                 self.stats.robots_excluded += 1
                 self.stats.outcomes[Outcome.ROBOTS_EXCLUDED] += 1
             self._sitemaps.discard(entry.url)
-            self.frontier.release(lease, 0.0, contacted=False)
+            self._release(lease, 0.0, contacted=False)
             return
         result = await self._fetch_page(fetcher, entry.url)
         attempts = self._attempts.pop(entry.url, 0) + 1
@@ -312,14 +557,46 @@ class CrawlEngine:
             elif decision.reason:
                 self.stats.errors["gave-up-after-retries"] += 1
         finally:
-            self.frontier.release(
+            self._release(
                 lease,
                 result.duration,
                 put_back=entry if decision.retry else None,
                 crawl_delay=rules.crawl_delay(agent),
                 retry_after=decision.delay,
                 contacted=result.outcome not in (Outcome.DNS_ERROR, Outcome.GUARD_REFUSED),
+                error=_host_failed(result),
             )
+
+    def _host_activated(self, host: str) -> None:
+        """The frontier gave `host` a back queue: find its address meanwhile (Mercator's DNS
+        prefetch). With per-IP politeness the frontier hands the host out once it has it."""
+        if self._stopping:
+            return  # URLs drained into the frontier at shutdown are not fetched in this run
+        if not host:  # file:///...: no name to look up (its handler reads local files)
+            self.frontier.set_host_address(host, None)
+            return
+        address = self.resolver.cached(hostname_of_authority(host))
+        if address is not None:
+            self.frontier.set_host_address(host, address)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # seeds added before the loop runs: `run` resolves the waiting hosts
+        task = loop.create_task(self._resolve_host(host))
+        self._lookups.add(task)
+        task.add_done_callback(self._lookups.discard)
+
+    async def _resolve_host(self, host: str) -> None:
+        address: str | None = None  # unresolvable: scheduled alone; its fetch accounts for the failure
+        try:
+            address = await self.resolver.resolve(hostname_of_authority(host))
+        except DNSFailure:
+            pass
+        except Exception as exc:  # never leave a host waiting for an address forever
+            self.stats.errors[f"internal:dns-prefetch:{type(exc).__name__}"] += 1
+        self.frontier.set_host_address(host, address)
+        self._changed.set()
 
     def _dns_failed(self, lease: Lease, failure: DNSFailure) -> None:
         """A temporary failure puts the URL back until the resolver's backoff has passed; a definitive
@@ -328,9 +605,9 @@ class CrawlEngine:
         self.stats.errors[str(Outcome.DNS_ERROR)] += 1
         if failure.retry_at is not None:
             wait = max(failure.retry_at - time.monotonic(), 0.0)
-            self.frontier.release(lease, 0.0, put_back=lease.entry, retry_after=wait)
+            self._release(lease, 0.0, put_back=lease.entry, retry_after=wait)
         else:
-            self.frontier.release(lease, 0.0, contacted=False)
+            self._release(lease, 0.0, contacted=False)
 
     async def _fetch_robots(self, fetcher: Fetcher, origin: str, depth: int) -> RobotsRules:
         """Fetch /robots.txt of `origin` (following up to 5 redirects) and cache what it means."""
@@ -362,7 +639,7 @@ class CrawlEngine:
     def _add_sitemaps(self, hrefs: Iterable[str], base: str, depth: int) -> None:
         """Queue sitemap files: in the frontier (polite, robots-checked), not through the URL filter
         (the site owner named them), but through the URL-seen test; at most sitemap_max_files per origin."""
-        entries: list[tuple[int, FrontierEntry]] = []
+        entries: list[FrontierEntry] = []
         for href in hrefs:
             try:
                 url = normalize(join(base, href))
@@ -374,22 +651,16 @@ class CrawlEngine:
                 self.stats.filtered["sitemap-limit"] += 1
                 continue
             self._sitemap_files[origin] += 1
-            entries.append((url_fingerprint(url), FrontierEntry(url, depth)))
-        for entry in self.urlset.filter_new(entries):
-            self._sitemaps.add(entry.url)
-            self.frontier.add(entry)
-            self._changed.set()
+            entries.append(FrontierEntry(url, depth))
+            self._sitemaps_submitted.add(url)
+        self._submit(entries)
 
     def _record_sitemap(self, result: FetchResult, entry: FrontierEntry) -> None:
         """Account and store a sitemap fetch, queue what it lists."""
         stats = self.stats
-        stats.pages_fetched += 1
-        stats.outcomes[result.outcome] += 1
+        self._count_fetch(result)
         if not result.status:
-            stats.errors[str(result.outcome)] += 1
             return
-        stats.responses_by_status[result.status] += 1
-        stats.bytes_downloaded += len(result.body)
         self.store.record(result, depth=entry.depth)
         if result.outcome is Outcome.REDIRECT:
             self._add_sitemaps([result.header("location") or ""], result.url, entry.depth)
@@ -411,14 +682,10 @@ class CrawlEngine:
     def _record(self, result: FetchResult, entry: FrontierEntry) -> ParsedPage | None:
         """Account, store and follow up one fetch; returns the parse of its body if it was parsed."""
         stats = self.stats
-        stats.pages_fetched += 1
-        stats.outcomes[result.outcome] += 1
+        self._count_fetch(result)
         if not result.status:
-            stats.errors[str(result.outcome)] += 1
             self.store.record(result, depth=entry.depth)
             return None
-        stats.responses_by_status[result.status] += 1
-        stats.bytes_downloaded += len(result.body)
         if result.outcome is Outcome.REDIRECT:
             self.store.record(result, depth=entry.depth)
             location = result.header("location")
@@ -433,13 +700,20 @@ class CrawlEngine:
             return None
         body = result.content(self.config.max_body_bytes)
         fingerprint = content_fingerprint(body)
-        original = self.content.check(fingerprint, result.url)
-        if original is not None:
+        verdict = self.content.check(result.url, fingerprint, result.started)
+        if verdict.kind is ContentKind.EXACT:  # seen at another URL: a revisit record, links not extracted
             stats.duplicate_content += 1
-            self.store.record_duplicate(result, original, fingerprint=fingerprint, depth=entry.depth)
+            self.store.record_duplicate(result, str(verdict.of_url), fingerprint=fingerprint, depth=entry.depth)
             return None
         page = self._parse(result, body)
-        self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
+        if verdict.kind is ContentKind.UNCHANGED:  # this URL's own last body: a revisit, links followed
+            self.store.record_duplicate(result, result.url, fingerprint=fingerprint, depth=entry.depth)
+        else:
+            verdict = self.content.check_near(result.url, page.text)
+            if verdict.kind is ContentKind.NEAR:  # the relation is kept in DIR/seen/content
+                stats.near_duplicate_content += 1
+            if verdict.kind is not ContentKind.NEAR or self.config.store_near_duplicates:
+                self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
         stats.links_extracted += len(page.links)
         stats.links_dropped += page.dropped_links
         follow_all = self.config.follow_nofollow
@@ -477,30 +751,51 @@ class CrawlEngine:
             entries.append(FrontierEntry(normalizer.serialized(absolute), depth, hops))
         self._enqueue(entries)
 
-    def _enqueue(self, entries: list[FrontierEntry]) -> int:
-        accepted: list[tuple[int, FrontierEntry]] = []
+    def _enqueue(self, entries: list[FrontierEntry]) -> None:
+        """Entries the URL filter accepts go to the URL set's buffer; new ones reach the frontier at a drain."""
+        accepted: list[FrontierEntry] = []
         for entry in entries:
             reason = self._rejection(entry)
             if reason is not None:
                 self.stats.filtered[reason] += 1
                 continue
-            accepted.append((url_fingerprint(entry.url), entry))
-        new = added = 0
-        for entry in self.urlset.filter_new(accepted):
-            new += 1
+            accepted.append(entry)
+        self._submit(accepted)
+
+    def _submit(self, entries: list[FrontierEntry]) -> None:
+        self._journal_lines.extend(journal.submitted(entry.url, entry.depth, entry.hops) for entry in entries)
+        buffered = self.urlset.submit_many([url_fingerprint(entry.url) for entry in entries], entries)
+        self.stats.duplicate_urls += len(entries) - buffered  # known to the URL set's cache
+        if self.urlset.full:
+            self._drain_urls()
+
+    def _drain_urls(self) -> int:
+        """Check the buffered URLs in one batch; the new ones go to the frontier in arrival order."""
+        pending = self.urlset.pending
+        if not pending:
+            return 0
+        new = self.urlset.drain()
+        lines = self._journal_lines
+        lines.append(journal.drained())
+        sitemaps, self._sitemaps_submitted = self._sitemaps_submitted, set()
+        added = 0
+        for entry in new:
+            if entry.url in sitemaps:  # named by the site owner: not through the admission filter
+                self._sitemaps.add(entry.url)
+                self.frontier.add(entry)
+                lines.append(journal.admitted(entry.url, entry.depth, entry.hops, sitemap=True))
+                continue
             reason = self.url_filter.admission(entry, host_of(entry.url))
             if reason is not None:
                 self.stats.filtered[reason] += 1
                 continue
-            self.frontier.add(entry)
-            # Resolve ahead so the fetch finds the address cached. Until the frontier reports hosts
-            # entering a back queue, every newly queued URL's host is prefetched (a no-op when the
-            # answer is cached or on its way).
-            self.resolver.prefetch(host_of(entry.url))
+            self.frontier.add(entry)  # its host's address is looked up when it gets a back queue
+            lines.append(journal.admitted(entry.url, entry.depth, entry.hops))
             added += 1
         self.stats.urls_discovered += added
-        self.stats.duplicate_urls += len(accepted) - new
-        if added:
+        self.stats.duplicate_urls += pending - len(new)
+        self._flush_journal()
+        if new:
             self._changed.set()
         return added
 
@@ -544,7 +839,7 @@ class CrawlEngine:
         try:
             self._page_done(result, entry, self._record(result, entry))
         finally:
-            self.frontier.release(lease, result.duration, contacted=bool(handler.polite))
+            self._release(lease, result.duration, contacted=bool(handler.polite))
 
     def _page_done(self, result: FetchResult, entry: FrontierEntry, parsed: ParsedPage | None) -> None:
         """Hand a fetched response to the processors (robots.txt and sitemaps are not pages).

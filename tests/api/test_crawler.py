@@ -1,6 +1,6 @@
 """The Crawler's contract: how it starts, what it refuses before starting, run() and await crawl(), stop(),
-and the wiring of prioritizers and processors into the loop. Crawls here are of local files (FileHandler):
-no sockets, a fraction of a second each."""
+resume, signals, and the wiring of prioritizers and processors into the loop. Most crawls here are of local
+files (FileHandler): no sockets, a fraction of a second each; the CLI's resume crawls the simulated web."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ import pytest
 
 from crawlspace import ConfigError, CrawlConfig, Crawler, CrawlError, CrawlStats
 from crawlspace.api import SeedsError
+from crawlspace.fetch import FetchResult
 from crawlspace.hooks import FileHandler, Follow, FrontierEntry, Item, Page
+from crawlspace.simweb import RunningServer, SimWeb, judge_crawl
+from tests.conftest import run_cli
 
 
 @pytest.fixture
@@ -207,3 +210,55 @@ def test_crawl_leaves_the_applications_signal_handlers_alone(site: Path, tmp_pat
     stats = asyncio.run(application())
     assert received == [1]  # the application's handler got it, before and after the crawl
     assert stats.termination == "frontier-empty" and stats.pages_fetched == 6
+
+
+class CountingFileHandler(FileHandler):
+    def __init__(self, root: Path, fetched: list[str]) -> None:
+        super().__init__(root)
+        self.fetched = fetched
+
+    async def fetch(self, url: str) -> FetchResult:
+        self.fetched.append(url)
+        return await super().fetch(url)
+
+
+def test_resume_continues_without_fetching_twice(site: Path, tmp_path: Path) -> None:
+    fetched: list[str] = []
+    handler = CountingFileHandler(site, fetched)
+    seeds = [handler.url_of(site)]
+    first = Crawler(
+        CrawlConfig(scope="prefix", max_pages=2), out=tmp_path / "crawl", seeds=seeds, handlers={"file": handler}
+    ).run()
+    assert first.termination == "max-pages" and len(fetched) == 2
+
+    with pytest.raises(CrawlError, match="no crawl to resume"):
+        Crawler(out=tmp_path / "elsewhere", resume=True)
+    resumed = Crawler(
+        CrawlConfig(scope="prefix"), out=tmp_path / "crawl", resume=True, handlers={"file": handler}, progress=False
+    )
+    assert resumed.config_changes == {"max_pages": (2, None)} and resumed.seeds == []
+    stats = resumed.run()
+    assert stats.termination == "frontier-empty"
+    assert len(fetched) == len(set(fetched)) == 6  # the rest of the site, nothing twice
+    assert stats.pages_fetched == 6  # counted across both runs
+
+
+def test_cli_resume(served_small_web: RunningServer, small_web: SimWeb, tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    common = ["--hosts-file", str(served_small_web.hosts_file), "--allow-private-addresses", "--no-progress"]
+    first = run_cli("crawl", str(served_small_web.seeds_file), "--out", str(out), "--max-pages", "25",
+                    "--min-delay", "0.02", *common)  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    assert json.loads((out / "stats.json").read_text())["termination"] == "max-pages"
+    second = run_cli("crawl", "--resume", str(out), "--max-pages", "100000", *common)
+    assert second.returncode == 0, second.stderr
+    assert "resuming with max_pages = 100000 (was 25)" in second.stderr
+    served_small_web.stop()
+    verdict = judge_crawl(small_web, served_small_web.read_log(), served_small_web.seeds, min_delay=0.02)
+    assert verdict.ok, verdict.summary()  # complete, nothing fetched twice, polite across the restart
+    assert json.loads((out / "stats.json").read_text())["pages_fetched"] == len(verdict.expected)
+
+    missing = run_cli("crawl", "--resume", str(tmp_path / "nothing-here"))
+    assert missing.returncode == 2 and "no crawl to resume" in missing.stderr
+    neither = run_cli("crawl", "--out", str(tmp_path / "x"))
+    assert neither.returncode == 2 and "--resume DIR" in neither.stderr
