@@ -398,15 +398,15 @@ class CrawlEngine:
             task = asyncio.create_task(self._process(fetcher, lease))
             self._tasks.add(task)
             task.add_done_callback(functools.partial(self._task_done, slots=slots))
+        grace = self.config.shutdown_grace if self.stats.termination in ("interrupted", "disk-full") else None
         if self._tasks:
-            grace = self.config.shutdown_grace if self.stats.termination in ("interrupted", "disk-full") else None
             _, late = await asyncio.wait(set(self._tasks), timeout=grace)
             for task in late:  # abandoned: their URLs were leased, so the checkpoint hands them out again
                 task.cancel()
             if late:
                 self.stats.errors["abandoned-at-shutdown"] += len(late)
                 await asyncio.gather(*late, return_exceptions=True)
-        await self.extensions.drain()
+        await self.extensions.drain(timeout=grace)  # pages fetched are processed, within the grace period
 
     def _only_robots_waits(self) -> bool:
         """Is every queued URL on a host that waits for the retry of an unreachable robots.txt?

@@ -318,10 +318,18 @@ class Extensions:
             self._room.clear()
             await self._room.wait()
 
-    async def drain(self) -> None:
-        """Wait until every submitted page has been processed."""
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait until every submitted page has been processed; after `timeout` seconds (a crawl stopping
+        within its grace period), abandon the pages still in processing, counted as processing-abandoned."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         while self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            _, late = await asyncio.wait(set(self._tasks), timeout=remaining)
+            if late and deadline is not None and time.monotonic() >= deadline:
+                self._errors["processing-abandoned"] += len(late)
+                for task in late:
+                    task.cancel()
+                await asyncio.gather(*late, return_exceptions=True)
 
     def cancel(self) -> None:
         for task in self._tasks:

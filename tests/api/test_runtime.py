@@ -346,3 +346,19 @@ def test_handler_registration_is_checked(tmp_path: Any) -> None:
     with pytest.raises(TypeError, match="no fetch"):
         Extensions(handlers={"x": object()})  # type: ignore[dict-item]
     assert Extensions(handlers={"https": Handler("ok")}).other_schemes == frozenset()
+
+
+def test_drain_within_a_grace_period_abandons_what_is_left() -> None:
+    extensions = Extensions(processors=[slow])
+    errors: Counter[str] = Counter()
+    extensions.attach(errors)
+
+    async def go() -> float:
+        extensions.submit(page(), lambda p, u: None)
+        extensions.submit(page("http://a.test/2"), lambda p, u: None)
+        started = asyncio.get_running_loop().time()
+        await extensions.drain(timeout=0.05)
+        return asyncio.get_running_loop().time() - started
+
+    assert asyncio.run(go()) < 5  # not the processor's 10 s
+    assert errors == {"processing-abandoned": 2} and not extensions.busy
