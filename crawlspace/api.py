@@ -176,6 +176,7 @@ class Crawler:
             raise CrawlError(f"hosts file {self.config.hosts_file} does not exist")
         _check_output_dir(self.out)
         self._engine: CrawlEngine | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._started = False
         self._stop_requested = False
 
@@ -237,7 +238,7 @@ class Crawler:
         except STARTUP_ERRORS as exc:  # a directory held by another crawl, or a state that cannot resume
             await self._extensions.close()
             raise CrawlError(str(exc)) from exc
-        self._engine = engine
+        self._engine, self._loop = engine, asyncio.get_running_loop()
         engine.stats.invalid_seeds += len(self.seed_problems)
         engine.add_seeds(self.seeds)
         if self._stop_requested:
@@ -245,12 +246,20 @@ class Crawler:
         return await engine.run()
 
     def stop(self) -> None:
-        """Stop taking new URLs (from the crawl's event loop: a processor, a task, a signal handler);
-        fetches in flight finish, processors finish their pages, the sinks are closed."""
-        if self._engine is None:
+        """Stop taking new URLs; fetches in flight finish, processors finish their pages, the sinks
+        are closed. Safe from the crawl's event loop (a processor, a task) and from other threads."""
+        engine, loop = self._engine, self._loop
+        if engine is None or loop is None:
             self._stop_requested = True
+            return
+        try:
+            same_loop = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            same_loop = False
+        if same_loop:
+            engine.stop("stopped")
         else:
-            self._engine.stop("stopped")
+            loop.call_soon_threadsafe(engine.stop, "stopped")
 
     @property
     def stats(self) -> CrawlStats | None:

@@ -7,12 +7,13 @@ that runs the page's processors in order and sends their items to every sink and
 `Follow`s back to the engine's link pipeline.
 
 Invariants. No exception of an extension reaches the engine: each is caught, counted per
-extension and in stats.json `errors` (`processor-error`, `filter-error`, `sink-error`,
-`handler-error`), and reported with its URL and traceback once per distinct error (same
-extension, same exception type, raised at the same place); later ones are only counted. At most
-`concurrency` pages are being processed at once: the engine waits for `room()` before it starts
-another fetch, so memory stays bounded however slow the processors are, and the crawl ends only
-once `busy` is False (a processor may still emit URLs).
+extension and in stats.json `errors` (`processor-error`, `processor-timeout`, `filter-error`,
+`sink-error`, `handler-error`; `processing-abandoned` for pages cut off at an interrupt), and
+reported with its URL and traceback once per distinct error (same extension, same exception
+type, raised at the same place); later ones are only counted. At most `concurrency` pages are
+being processed at once: the engine waits for `room()` before it starts another fetch, so memory
+stays bounded however slow the processors are, and the crawl ends only once `busy` is False (a
+processor may still emit URLs).
 """
 
 from __future__ import annotations
@@ -165,6 +166,8 @@ class Extensions:
                 raise ValueError(f"not a URL scheme: {scheme!r}")
             if not callable(getattr(handler, "fetch", None)):
                 raise TypeError(f"the handler for {key!r} has no fetch(url) method: {handler!r}")
+            if not isinstance(getattr(handler, "polite", None), bool):
+                raise TypeError(f"the handler for {key!r} needs a bool attribute `polite`: {handler!r}")
             self._handlers[key] = _Named(key, handler)
         self.concurrency = concurrency
         self.timeout = timeout

@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from crawlspace import ConfigError, CrawlConfig, Crawler, CrawlError, CrawlStats
 from crawlspace.api import SeedsError
 from crawlspace.fetch import FetchResult
-from crawlspace.hooks import FileHandler, Follow, FrontierEntry, Item, Page
+from crawlspace.hooks import FileHandler, Follow, FrontierEntry, Item, Page, run_in_thread
 from crawlspace.simweb import RunningServer, SimWeb, judge_crawl
 from tests.conftest import run_cli
 
@@ -262,3 +263,13 @@ def test_cli_resume(served_small_web: RunningServer, small_web: SimWeb, tmp_path
     assert missing.returncode == 2 and "no crawl to resume" in missing.stderr
     neither = run_cli("crawl", "--out", str(tmp_path / "x"))
     assert neither.returncode == 2 and "--resume DIR" in neither.stderr
+
+
+def test_stop_from_a_worker_thread(site: Path, tmp_path: Path) -> None:
+    def stop_from_thread(page: Page) -> None:
+        assert threading.current_thread() is not threading.main_thread()
+        crawler.stop()
+
+    crawler = crawler_for(site, tmp_path, processors=[run_in_thread(stop_from_thread, workers=1)])
+    stats = crawler.run()
+    assert stats.termination == "stopped" and stats.pages_fetched < 6

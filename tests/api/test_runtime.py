@@ -345,6 +345,13 @@ def test_handler_registration_is_checked(tmp_path: Any) -> None:
         Extensions(handlers={"fi le": FileHandler(tmp_path)})
     with pytest.raises(TypeError, match="no fetch"):
         Extensions(handlers={"x": object()})  # type: ignore[dict-item]
+
+    class Impolite:
+        async def fetch(self, url: str) -> FetchResult:
+            raise NotImplementedError
+
+    with pytest.raises(TypeError, match="bool attribute `polite`"):
+        Extensions(handlers={"x": Impolite()})  # type: ignore[dict-item]
     assert Extensions(handlers={"https": Handler("ok")}).other_schemes == frozenset()
 
 
