@@ -240,25 +240,15 @@ class Extensions:
                 raise TypeError(f"fetch() returned {type(result).__name__}, not a FetchResult")
         except TimeoutError:
             named.counts.timeouts += 1
-            return FetchResult(
-                url=url,
-                outcome=Outcome.TIMEOUT,
-                started=started,
-                duration=time.monotonic() - clock,
-                error=f"handler {named.name!r} took more than {self.fetch_timeout} s",
-            )
+            outcome, error = Outcome.TIMEOUT, f"handler {named.name!r} took more than {self.fetch_timeout} s"
         except Exception as exc:
             self._failed("handler", named, url, exc)
-            return FetchResult(
-                url=url,
-                outcome=Outcome.NETWORK_ERROR,
-                started=started,
-                duration=time.monotonic() - clock,
-                error=f"handler {named.name!r} raised {type(exc).__name__}: {exc}",
-            )
-        result.url = url  # the result is the URL's, whatever spelling the handler used
-        named.counts.seconds += time.monotonic() - clock
-        return result
+            outcome, error = Outcome.NETWORK_ERROR, f"handler {named.name!r} raised {type(exc).__name__}: {exc}"
+        else:
+            result.url = url  # the result is the URL's, whatever spelling the handler used
+            named.counts.seconds += time.monotonic() - clock
+            return result
+        return FetchResult(url=url, outcome=outcome, started=started, duration=time.monotonic() - clock, error=error)
 
     # -- filters -----------------------------------------------------------------------------
 
