@@ -1,35 +1,22 @@
-"""Command-line entry points: parse arguments, build the config, call the API. Nothing else lives here."""
+"""Command-line entry points: parse arguments, build the config, call the API (crawlspace.api). Nothing else here."""
 
 from __future__ import annotations
 
-import asyncio
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
+from crawlspace.api import Crawler, CrawlError, SeedProblem, SeedsError, saved_config
 from crawlspace.config import ConfigError, CrawlConfig, reference_markdown
-from crawlspace.crawl.checkpoint import CheckpointError
-from crawlspace.crawl.engine import CrawlEngine, read_seeds
-from crawlspace.crawl.journal import JournalError
-from crawlspace.frontier import FrontierStateError, FrontierStoreError
-from crawlspace.seen.sortedruns import SeenStateError
-from crawlspace.store import CrawlTableError
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
     click.echo(f"crawlspace: error: {message}", err=True)
     sys.exit(code)
-
-
-def install_event_loop_policy() -> None:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
-        return
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
 def _parse_resolve(values: tuple[str, ...]) -> dict[str, str]:
@@ -42,30 +29,27 @@ def _parse_resolve(values: tuple[str, ...]) -> dict[str, str]:
     return mapping
 
 
-def check_output_dir(out: Path) -> None:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        fail(f"output directory {out} is not writable: {exc.strerror or exc}")
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="crawlspace")
 def main() -> None:
     """crawlspace: a polite, fast, resumable web crawler."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("crawlspace: %(levelname)s: %(message)s"))
+    root = logging.getLogger("crawlspace")
+    if not root.handlers:
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
 
 
 @main.command()
-@click.argument("seeds_file", type=click.Path(path_type=Path), required=False)
+@click.argument("seeds_file", required=False, type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(path_type=Path), help="Crawl directory.")
 @click.option(
     "--resume",
     "resume_dir",
     type=click.Path(path_type=Path),
-    help="Continue the crawl in this directory (after a crash, Ctrl-C or a limit), with its saved config.",
+    help="Continue the crawl in this directory from its last checkpoint, with its saved configuration "
+    "(options given change it; the changes are reported).",
 )
 @click.option("--config", "config_file", type=click.Path(path_type=Path), help="TOML configuration file.")
 @click.option("--max-pages", type=int, help="Stop after this many fetches.")
@@ -110,19 +94,13 @@ def crawl(
     exclude: tuple[str, ...],
     **options: Any,
 ) -> None:
-    """Crawl from the URLs in SEEDS_FILE into the directory --out, or continue one with --resume DIR."""
+    """Crawl from the URLs in SEEDS_FILE into the directory --out, or continue a crawl (--resume DIR)."""
     if resume_dir is not None:
-        if seeds_file is not None or (out is not None and out != resume_dir):
-            fail("--resume DIR continues the crawl in DIR: give no seeds file and no other --out")
+        if out is not None and out != resume_dir:
+            fail("--resume names the crawl directory; --out is not needed")
         out = resume_dir
-    elif seeds_file is None or out is None:
-        fail("give a seeds file and --out DIR (or --resume DIR)")
-    elif not seeds_file.is_file():
-        fail(f"seeds file {seeds_file} does not exist")
-    if hosts_file is not None and not hosts_file.is_file():
-        fail(f"hosts file {hosts_file} does not exist")
-    if config_file is not None and not config_file.is_file():
-        fail(f"config file {config_file} does not exist")
+    elif out is None or seeds_file is None:
+        fail("give SEEDS_FILE and --out DIR for a new crawl, or --resume DIR to continue one")
     overrides: dict[str, Any] = dict(options)
     if user_agent:
         overrides["user_agent"] = user_agent
@@ -138,96 +116,32 @@ def crawl(
     for key, values in (("allowed_domains", allowed_domains), ("include", include), ("exclude", exclude)):
         if values:
             overrides[key] = list(values)
-    if resume_dir is not None:
-        config = resumed_config(resume_dir, config_file, overrides)
-        check_output_dir(resume_dir)
-        finish(run_crawl(config, resume_dir, [], live=live, resume=True))
-        return
-    assert seeds_file is not None and out is not None
     try:
-        config = CrawlConfig.load(config_file, **overrides)
+        base = saved_config(out) if resume_dir is not None else None
+        config = CrawlConfig.load(config_file, base=base, **overrides)
+        crawler = Crawler(config, out=out, seeds_file=seeds_file, progress=live, resume=resume_dir is not None)
     except ConfigError as exc:
         fail(str(exc))
-    check_output_dir(out)
-    seeds, problems = read_seeds(seeds_file)
+    except SeedsError as exc:
+        _warn_seeds(exc.problems)
+        fail(str(exc))
+    except CrawlError as exc:
+        fail(str(exc))
+    _warn_seeds(crawler.seed_problems)
+    for key, (before, now) in crawler.config_changes.items():
+        click.echo(f"crawlspace: resuming with {key} = {json.dumps(now)} (was {json.dumps(before)})", err=True)
+    try:
+        stats = crawler.run()
+    except CrawlError as exc:  # e.g. another crawl holds the directory's table
+        fail(str(exc))
+    click.echo(json.dumps(stats.to_dict(), indent=2))
+    if stats.termination == "disk-full":
+        fail("disk full: the crawl stopped with its state intact; free space, then continue with --resume", code=75)
+
+
+def _warn_seeds(problems: list[SeedProblem]) -> None:
     for problem in problems:
-        click.echo(f"crawlspace: warning: {seeds_file}:{problem.line}: {problem.reason}; skipped", err=True)
-    if not seeds:
-        fail(f"no valid seed URL in {seeds_file}")
-    finish(run_crawl(config, out, seeds, invalid_seeds=len(problems), live=live))
-
-
-def resumed_config(directory: Path, config_file: Path | None, overrides: dict[str, Any]) -> CrawlConfig:
-    """The configuration saved in `directory`, with what the command line changes reported."""
-    saved_path = directory / "config.json"
-    try:
-        saved = CrawlConfig.from_mapping(json.loads(saved_path.read_text()), source=str(saved_path))
-    except FileNotFoundError:
-        fail(f"{directory} holds no crawl to resume ({saved_path.name} is missing)")
-    except (OSError, ValueError) as exc:
-        fail(f"cannot read {saved_path}: {exc}")
-    try:
-        extra = CrawlConfig.load(config_file).to_dict() if config_file is not None else {}
-        defaults = CrawlConfig().to_dict()
-        changes = {key: value for key, value in extra.items() if value != defaults[key]}
-        config = CrawlConfig.from_mapping(
-            {**saved.to_dict(), **changes, **{k: v for k, v in overrides.items() if v is not None}}
-        )
-    except ConfigError as exc:
-        fail(str(exc))
-    for key, (before, after) in saved.differences(config).items():
-        click.echo(f"crawlspace: resume: {key} changed from {before!r} to {after!r}", err=True)
-    return config
-
-
-def finish(stats: dict[str, Any]) -> None:
-    """Print the final statistics; a crawl stopped by a full disk exits with EX_TEMPFAIL (75)."""
-    click.echo(json.dumps(stats, indent=2))
-    if stats.get("termination") == "disk-full":
-        fail("disk full: the crawl stopped with its state intact; free space and continue with --resume", code=75)
-
-
-def run_crawl(
-    config: CrawlConfig,
-    out: Path,
-    seeds: list[str],
-    *,
-    invalid_seeds: int = 0,
-    live: bool | None = None,
-    resume: bool = False,
-) -> dict[str, Any]:
-    install_event_loop_policy()
-    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
-
-    async def go() -> dict[str, Any]:
-        engine = CrawlEngine(config, out, live_progress=live, resume=resume)
-        if resume:
-            recovery = engine.recovery
-            if recovery.get("fallback"):
-                click.echo(
-                    f"crawlspace: warning: {recovery['fallback']}; resumed from the previous checkpoint", err=True
-                )
-            click.echo(
-                f"crawlspace: resuming {out} from checkpoint {recovery['generation']}, "
-                f"{recovery['journal_events']} journal events replayed",
-                err=True,
-            )
-        if seeds:
-            engine.stats.invalid_seeds = invalid_seeds
-            engine.add_seeds(seeds)
-        return (await engine.run()).to_dict()
-
-    try:
-        return asyncio.run(go())
-    except (
-        CrawlTableError,
-        CheckpointError,
-        JournalError,
-        FrontierStateError,
-        FrontierStoreError,
-        SeenStateError,
-    ) as exc:
-        fail(str(exc))  # another crawl holds the directory, or its state cannot be resumed
+        click.echo(f"crawlspace: warning: {problem}; skipped", err=True)
 
 
 @main.group(name="warc")

@@ -169,7 +169,7 @@ def test_damaged_checkpoint_falls_back_to_the_previous_one(
     served.stop()
     verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
     assert not verdict.missing and not verdict.disallowed, verdict.summary()
-    assert "max_pages changed from 150 to 100000" in stderr
+    assert "max_pages = 100000 (was 150)" in stderr
 
 
 def test_unusable_checkpoint_is_an_error_not_a_fresh_start(served: RunningServer, tmp_path: Path) -> None:
