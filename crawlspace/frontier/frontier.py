@@ -375,7 +375,10 @@ class Frontier:
         host.status = PARKED
         self._active -= 1
         self._parked_count += 1
-        host.heap_seq = 0
+        if host.heap_seq:  # its entry in its group's heap is void now: the group's key may change
+            host.heap_seq = 0
+            if host.group is not None:
+                self._schedule(host.group)
         host.queue.spill_all()
         self._seq += 1
         host.park_seq = self._seq
@@ -597,6 +600,8 @@ class Frontier:
                 self._deactivate(host, now)
         if group.heap:
             self._schedule(group)
+        if host.group is not None and host.group is not group and host.group.heap:
+            self._schedule(host.group)  # readdressed while leased: its new group's key may have moved
         if self._active < self._max_back:
             self._refill(now)
 
