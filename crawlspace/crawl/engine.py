@@ -159,6 +159,7 @@ class CrawlEngine:
         self._journal_lines: list[str] = []
         self._done: set[int] = set()  # finished URLs the restored frontier may still hand out once
         self.disk_full: str | None = None
+        self._journal_broken = False
         self.recovery: dict[str, Any] = {}
         if resume:
             self._resume()
@@ -203,6 +204,8 @@ class CrawlEngine:
 
     def checkpoint(self) -> None:
         """Make the whole crawl state durable; the frontier's atomic checkpoint is the commit point."""
+        if self._journal_broken:
+            raise CheckpointError("the journal could not be written: the last checkpoint and journal stand")
         self._drain_urls()  # the URL set checkpoints with an empty buffer
         self._flush_journal()  # what the checkpoint covers is in the old journal, if any
         self.urlset.checkpoint()
@@ -285,7 +288,13 @@ class CrawlEngine:
         lines, self._journal_lines = self._journal_lines, []
         if lines and self.journals.current is not None:
             self.store.commit_unsynced()  # the rows of the pages this batch finishes go first
-            self.journals.current.record(lines)
+            try:
+                self.journals.current.record(lines)
+            except OSError:
+                # What these lines record is lost to a resume (as in a crash). From now on no store may
+                # commit a checkpoint: a URL set ahead of the journal would hide URLs found since.
+                self._journal_broken = True
+                raise
 
     def _release(self, lease: Lease, duration: float, *, put_back: FrontierEntry | None = None, **options: Any) -> None:
         """End a lease; a lease that does not put its URL back finishes the URL (journaled)."""
@@ -335,8 +344,12 @@ class CrawlEngine:
     def _shut_down(self) -> None:
         """A last checkpoint (what was left to crawl survives the run), stats.json, then close the stores.
         With the disk full the checkpoint may fail: the previous one and the journal still resume."""
+        committed = False
         try:
             self.checkpoint()
+            committed = True
+        except CheckpointError:
+            self.stats.errors["checkpoint-failed"] += 1
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise
@@ -346,12 +359,12 @@ class CrawlEngine:
         with contextlib.suppress(OSError) if self.disk_full else contextlib.nullcontext():
             self.stats.write(self.out_dir / "stats.json")
         for close in (
-            self.urlset.close,
+            functools.partial(self.urlset.close, checkpoint=committed),  # never ahead of the journal
             self.content.close,
             self.store.close,
             self.robots_log.close,
             self.journals.close,
-            self.frontier.close,
+            functools.partial(self.frontier.close, checkpoint=committed),
         ):
             if self.disk_full:
                 with contextlib.suppress(OSError):
@@ -362,6 +375,15 @@ class CrawlEngine:
     # -- dispatch ----------------------------------------------------------------------------
 
     async def _dispatch(self, fetcher: Fetcher) -> None:
+        try:
+            await self._dispatch_leases(fetcher)
+        except OSError as exc:  # a full disk met outside a lease (a drain's journal write): stop cleanly
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            self._disk_full(exc)
+        await self._finish_in_flight()
+
+    async def _dispatch_leases(self, fetcher: Fetcher) -> None:
         slots = asyncio.Semaphore(self.config.concurrency)
         while True:
             self._check_limits()
@@ -401,6 +423,9 @@ class CrawlEngine:
             task = asyncio.create_task(self._process(fetcher, lease))
             self._tasks.add(task)
             task.add_done_callback(functools.partial(self._task_done, slots=slots))
+
+    async def _finish_in_flight(self) -> None:
+        """Let the fetches in flight end (within the grace period after an interrupt or a full disk)."""
         grace = self.config.shutdown_grace if self.stats.termination in ("interrupted", "disk-full") else None
         if self._tasks:
             _, late = await asyncio.wait(set(self._tasks), timeout=grace)

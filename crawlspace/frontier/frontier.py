@@ -763,12 +763,14 @@ class Frontier:
         self._store.write_state(data)
         self._log.committed(state_format.referenced_files(record))
 
-    def close(self) -> None:
-        """Checkpoint and release the store (and its directory lock). Idempotent."""
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Checkpoint (unless told not to: the last checkpoint then stands) and release the store and
+        its directory lock. Idempotent."""
         if self._closed:
             return
         try:
-            self.checkpoint()
+            if checkpoint:
+                self.checkpoint()
         finally:  # even when the checkpoint fails (a full disk): the directory lock is released
             self._closed = True
             self._store.close()

@@ -74,7 +74,9 @@ class FingerprintSet(Protocol):
 
     def checkpoint(self) -> None: ...
 
-    def close(self) -> None: ...
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Release; with `checkpoint=False` what was inserted since the last checkpoint is forgotten."""
+        ...
 
     def __len__(self) -> int: ...
 
@@ -132,9 +134,9 @@ class PartitionedFingerprintSet:
         for partition in self.partitions:
             partition.checkpoint()
 
-    def close(self) -> None:
+    def close(self, *, checkpoint: bool = True) -> None:
         for partition in self.partitions:
-            partition.close()
+            partition.close(checkpoint=checkpoint)
 
     def __len__(self) -> int:
         return sum(len(partition) for partition in self.partitions)
@@ -348,10 +350,12 @@ class UrlSet(Generic[T]):
             raise RuntimeError(f"{self.pending} URLs wait in the buffer: drain() before checkpoint()")
         self.backend.checkpoint()
 
-    def close(self) -> None:
-        """Checkpoint and release; refuses (like `checkpoint`) while URLs wait in the buffer."""
-        self.checkpoint()
-        self.backend.close()
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Checkpoint and release; refuses (like `checkpoint`) while URLs wait in the buffer. With
+        `checkpoint=False` the buffer and what was learnt since the last checkpoint are dropped."""
+        if checkpoint:
+            self.checkpoint()
+        self.backend.close(checkpoint=checkpoint)
 
     def stats(self) -> dict[str, int]:
         return {
