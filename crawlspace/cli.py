@@ -12,6 +12,7 @@ import click
 
 from crawlspace.config import ConfigError, CrawlConfig, reference_markdown
 from crawlspace.crawl.engine import CrawlEngine, read_seeds
+from crawlspace.store import CrawlTableError
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -70,6 +71,15 @@ def main() -> None:
     "--allow-network", "allow_network", multiple=True, metavar="CIDR", help="Allow this non-public network only."
 )
 @click.option("--progress/--no-progress", "live", default=None, help="Force the live display on or off.")
+@click.option(
+    "--scope",
+    type=click.Choice(["any", "host", "domain", "prefix"]),
+    help="Stay on the seeds' hosts, registered domains or URL prefixes (default: any).",
+)
+@click.option("--allowed-domain", "allowed_domains", multiple=True, help="Only crawl this domain (repeatable).")
+@click.option("--include", multiple=True, metavar="REGEX", help="Only crawl URLs matching a pattern (repeatable).")
+@click.option("--exclude", multiple=True, metavar="REGEX", help="Never crawl URLs matching it (repeatable).")
+@click.option("--max-depth", type=int, help="Follow links at most this many hops from a seed.")
 def crawl(
     seeds_file: Path,
     out: Path,
@@ -80,6 +90,9 @@ def crawl(
     hosts_file: Path | None,
     allow_network: tuple[str, ...],
     live: bool | None,
+    allowed_domains: tuple[str, ...],
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
     **options: Any,
 ) -> None:
     """Crawl from the URLs in SEEDS_FILE into the directory --out."""
@@ -101,6 +114,9 @@ def crawl(
         overrides["hosts_file"] = str(hosts_file)
     if allow_network:
         overrides["allow_networks"] = list(allow_network)
+    for key, values in (("allowed_domains", allowed_domains), ("include", include), ("exclude", exclude)):
+        if values:
+            overrides[key] = list(values)
     try:
         config = CrawlConfig.load(config_file, **overrides)
     except ConfigError as exc:
@@ -111,7 +127,10 @@ def crawl(
         click.echo(f"crawlspace: warning: {seeds_file}:{problem.line}: {problem.reason}; skipped", err=True)
     if not seeds:
         fail(f"no valid seed URL in {seeds_file}")
-    stats = run_crawl(config, out, seeds, invalid_seeds=len(problems), live=live)
+    try:
+        stats = run_crawl(config, out, seeds, invalid_seeds=len(problems), live=live)
+    except CrawlTableError as exc:  # e.g. another crawl holds the directory's table
+        fail(str(exc))
     click.echo(json.dumps(stats, indent=2))
 
 
@@ -128,6 +147,122 @@ def run_crawl(
         return (await engine.run()).to_dict()
 
     return asyncio.run(go())
+
+
+@main.group(name="warc")
+def warc_group() -> None:
+    """WARC files of a crawl: indexes and lookups."""
+
+
+@warc_group.command(name="index")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--repair", is_flag=True, help="First cut off torn records of files a dead crawl left open.")
+def warc_index(directory: Path, repair: bool) -> None:
+    """Rebuild the CDXJ index beside each WARC file in DIRECTORY (a crawl or its warc/ directory)."""
+    from crawlspace.store.warc import rebuild_indexes, warc_directory
+
+    try:
+        results = rebuild_indexes(warc_directory(directory), repair=repair)
+    except FileNotFoundError as exc:
+        fail(str(exc))
+    for item in results:
+        note = f"  ({item.problem})" if item.problem else ""
+        click.echo(f"{item.path.name}: {item.captures} captures, {item.records} records{note}")
+    click.echo(f"{len(results)} WARC files indexed")
+    if any(item.problem and not item.problem.startswith("skipped") for item in results):
+        sys.exit(1)
+
+
+@warc_group.command(name="find")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.argument("url")
+def warc_find(directory: Path, url: str) -> None:
+    """List the captures of URL (CDXJ lines, oldest first)."""
+    from crawlspace.store import CdxjIndex
+    from crawlspace.store.warc import warc_directory
+
+    captures = CdxjIndex(warc_directory(directory)).captures(url)
+    for entry in captures:
+        click.echo(entry.line())
+    if not captures:
+        fail(f"no capture of {url}", code=1)
+
+
+def _open_table(directory: Path) -> Any:
+    from crawlspace.store import CrawlTable, CrawlTableError
+    from crawlspace.store.pagestore import TABLE_DIR
+
+    path = directory / TABLE_DIR if (directory / TABLE_DIR).is_dir() else directory
+    try:
+        return CrawlTable(path, readonly=True)
+    except CrawlTableError as exc:
+        fail(str(exc))
+
+
+@main.group(name="table")
+def table_group() -> None:
+    """The crawl table: rows by reversed-host URL, families title, content, fetch, anchor."""
+
+
+@table_group.command(name="get")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.argument("url")
+@click.option("--versions", type=click.IntRange(min=1), default=1, show_default=True, help="Versions per cell.")
+@click.option("--family", "families", multiple=True, help="Only these column families.")
+@click.option("--json", "as_json", is_flag=True, help="Print the row as JSON, values in full.")
+def table_get(directory: Path, url: str, versions: int, families: tuple[str, ...], as_json: bool) -> None:
+    """Print the row of URL (or of a row key such as com.example.www/http/)."""
+    from crawlspace.store.crawltable import format_row
+    from crawlspace.urls import InvalidURL, normalize
+
+    with _open_table(directory) as table:
+        try:
+            key = normalize(url) if "://" in url else url
+            row = table.get(key, family=families or None, versions=versions)
+        except (InvalidURL, ValueError) as exc:
+            fail(str(exc))
+        if row is None:
+            fail(f"no row for {url}", code=1)
+        if as_json:
+            click.echo(json.dumps(row.to_dict(), indent=2, ensure_ascii=False))
+        else:
+            click.echo("\n".join(format_row(row, width=240)))
+
+
+@table_group.command(name="scan")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.argument("prefix", default="")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Rows to print.")
+@click.option("--family", "families", multiple=True, help="Only these column families.")
+@click.option("--keys", "keys_only", is_flag=True, help="Print row keys only.")
+@click.option("--anchors", type=click.IntRange(min=0), default=5, show_default=True, help="Anchor cells shown per row.")
+def table_scan(
+    directory: Path, prefix: str, limit: int, families: tuple[str, ...], keys_only: bool, anchors: int
+) -> None:
+    """Print the rows whose key starts with PREFIX (e.g. com.example), in row-key order."""
+    from crawlspace.store.crawltable import format_row
+
+    with _open_table(directory) as table:
+        try:
+            for row in table.scan(prefix, family=families or None, limit=limit):
+                click.echo(row.key if keys_only else "\n".join(format_row(row, width=60, max_anchors=anchors)))
+        except ValueError as exc:
+            fail(str(exc))
+
+
+@main.command(name="export")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), required=True, help="Output format.")
+@click.option("--output", "-o", help="Output file ('-': stdout, JSON Lines only). Default: DIRECTORY/export.FORMAT")
+def export_command(directory: Path, fmt: str, output: str | None) -> None:
+    """Export the fetched pages (url, status, fetch time, title, text, outlinks) for DuckDB, pandas, Spark."""
+    from crawlspace.store.export import ExportError, export
+
+    try:
+        count, where = export(directory, fmt, output)
+    except ExportError as exc:
+        fail(str(exc))
+    click.echo(f"{count} pages written to {where}", err=True)
 
 
 @main.command("config-reference")

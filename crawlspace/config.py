@@ -10,12 +10,24 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
+import re
 import tomllib
 import typing
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
+
+from crawlspace.parse.html import MAX_LINKS
+from crawlspace.urls.filter import (
+    HOST_PAGE_BUDGET,
+    IGNORED_EXTENSIONS,
+    MAX_HOST_DEPTH,
+    MAX_PATH_DEPTH,
+    MAX_QUERY_PARAMS,
+    MAX_SEGMENT_REPEATS,
+    MAX_URL_LENGTH,
+)
 
 DEFAULT_ROBOTS_AGENT = "crawlspace"
 DEFAULT_USER_AGENT = "crawlspace/0.1 (+https://github.com/crawlspace/crawlspace; crawler)"
@@ -136,17 +148,146 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     robots_ttl: Annotated[float, _doc("Seconds a fetched robots.txt stays valid in the per-host cache.", gt=0)] = (
         86400.0
     )
+    robots_retry_delay: Annotated[
+        float,
+        _doc(
+            "Seconds before retrying a robots.txt that was unreachable (5xx, 429, network error); doubles with "
+            "each consecutive failure, up to robots_ttl. The host is treated as disallowed meanwhile.",
+            gt=0,
+        ),
+    ] = 120.0
+    robots_max_retries: Annotated[
+        int,
+        _doc(
+            "Retries of an unreachable robots.txt (5xx, 429, timeouts) during which the host's URLs wait in the "
+            "frontier; after them its URLs are dropped (robots_unreachable in stats.json). 0: drop at once. "
+            "A crawl with nothing else to do ends without waiting (robots_waiting in stats.json).",
+            ge=0,
+            le=100,
+        ),
+    ] = 3
+    sitemaps: Annotated[
+        bool,
+        _doc(
+            "Fetch the sitemaps named in robots.txt (indexes and gzip included); their URLs go through the same "
+            "filters as links. Off by default, as in Heritrix and Nutch: it adds requests the links do not ask for."
+        ),
+    ] = False
+    sitemap_max_files: Annotated[
+        int, _doc("Sitemap files (robots.txt entries and sitemap-index children) fetched per host.", ge=0)
+    ] = 100
+    sitemap_max_urls: Annotated[
+        int, _doc("URLs taken from one sitemap file (the sitemaps.org limit is 50,000).", ge=1)
+    ] = 50_000
+    sitemap_max_bytes: Annotated[
+        int, _doc("Uncompressed bytes read from one sitemap file (sitemaps.org: 50 MB); the rest is ignored.", ge=1024)
+    ] = 50_000_000
 
     # scope
+    scope: Annotated[
+        Literal["any", "host", "domain", "prefix"],
+        _doc(
+            "Which URLs the crawl may leave its seeds for: any (the whole web), host (the seeds' hosts), "
+            "domain (the seeds' registered domains, by the Public Suffix List) or prefix (URLs under a "
+            "seed's directory). A seed's redirect widens the scope to its target."
+        ),
+    ] = "any"
+    allowed_domains: Annotated[
+        tuple[str, ...], _doc("If not empty, only hosts in these domains (or their subdomains) are crawled.")
+    ] = ()
+    include: Annotated[
+        tuple[str, ...],
+        _doc("Regular expressions (Python syntax, searched in the URL): if any is given, a URL must match one."),
+    ] = ()
+    exclude: Annotated[tuple[str, ...], _doc("Regular expressions: a URL matching any of them is not crawled.")] = ()
+    allowed_schemes: Annotated[
+        tuple[Literal["http", "https"], ...], _doc("URL schemes crawled (http and https are the only ones fetched).")
+    ] = ("http", "https")
+    exclude_extensions: Annotated[
+        tuple[str, ...],
+        _doc("File extensions (of the last path segment) not fetched: images, media, archives, office documents."),
+    ] = IGNORED_EXTENSIONS
     max_depth: Annotated[
         NonNegativeInt | None, _doc("Links further than this many hops from a seed are not followed.")
     ] = None
     max_redirects: Annotated[int, _doc("Redirect hops followed from one original URL.", ge=0)] = 10
+    max_url_length: Annotated[
+        PositiveInt | None, _doc("Spider-trap guard: longer URLs (normalized, in characters) are not crawled.")
+    ] = MAX_URL_LENGTH
+    max_path_depth: Annotated[
+        PositiveInt | None, _doc("Spider-trap guard: URLs with more path segments are not crawled.")
+    ] = MAX_PATH_DEPTH
+    max_segment_repeats: Annotated[
+        PositiveInt | None,
+        _doc("Spider-trap guard: a run of path segments repeated more often in a row (/a/b/a/b/a/b) is a trap."),
+    ] = MAX_SEGMENT_REPEATS
+    max_query_params: Annotated[
+        PositiveInt | None, _doc("Spider-trap guard: URLs with more query parameters are not crawled.")
+    ] = MAX_QUERY_PARAMS
+    host_page_budget: Annotated[
+        PositiveInt | None, _doc("Spider-trap guard: URLs admitted to the frontier per host; later ones are dropped.")
+    ] = HOST_PAGE_BUDGET
+    max_host_depth: Annotated[
+        NonNegativeInt | None,
+        _doc(
+            "Spider-trap guard: links are not followed more than this many hops below the shallowest known URL "
+            "of their host (endless calendars and 'next page' chains)."
+        ),
+    ] = MAX_HOST_DEPTH
+    max_links_per_page: Annotated[int, _doc("Links taken from one page; the rest are dropped.", ge=0)] = MAX_LINKS
+    follow_nofollow: Annotated[
+        bool, _doc("Follow rel=nofollow links and links of pages with a nofollow robots directive.")
+    ] = False
+    strip_session_ids: Annotated[
+        bool, _doc("Normalization: remove session-id query parameters (jsessionid, phpsessid, sid, ...).")
+    ] = False
+    strip_tracking_params: Annotated[
+        bool, _doc("Normalization: remove tracking query parameters (utm_*, gclid, fbclid, ...).")
+    ] = False
+    strip_params: Annotated[
+        tuple[str, ...], _doc("Normalization: remove query parameters with these names (glob patterns, any case).")
+    ] = ()
+    sort_query: Annotated[bool, _doc("Normalization: sort query parameters, so that their order does not matter.")] = (
+        False
+    )
 
     # output
     warc_max_bytes: Annotated[
         int, _doc("A WARC file is closed and a new one started beyond this size.", ge=1 << 16)
     ] = 1 << 30
+    warc_prefix: Annotated[
+        str,
+        _doc("First part of WARC file names (PREFIX-TIMESTAMP-SERIAL-PID~HOST.warc.gz).", pattern=r"^[A-Za-z0-9._-]+$"),
+    ] = "crawlspace"
+    warc_compression_level: Annotated[
+        int, _doc("gzip effort of WARC records, ISA-L levels: 0 fastest, 3 smallest (1: 5x zlib's speed).", ge=0, le=3)
+    ] = 1
+    store_text: Annotated[
+        bool,
+        _doc(
+            "Keep the extracted text in the crawl table (content:text, zstd) besides the WARC pointer. Off by default:"
+            " it costs a quarter of the store's CPU per page; export re-extracts text from the WARC record."
+        ),
+    ] = False
+    table_title_versions: Annotated[int, _doc("Versions kept of a page's title cell.", ge=1, le=1000)] = 3
+    table_content_versions: Annotated[
+        int, _doc("Versions kept of each content cell (text, WARC pointer, outlinks).", ge=1, le=1000)
+    ] = 3
+    table_fetch_versions: Annotated[
+        int, _doc("Versions kept of the fetch cell: the change history the refresh policy reads.", ge=1, le=1000)
+    ] = 16
+    table_anchor_versions: Annotated[
+        int, _doc("Versions kept of each anchor cell (one per linking page).", ge=1, le=1000)
+    ] = 1
+    store_flush_pages: Annotated[
+        int, _doc("Pages whose crawl-table cells are committed in one batch (transaction).", ge=1, le=1_000_000)
+    ] = 500
+    store_flush_seconds: Annotated[
+        float, _doc("Longest seconds buffered crawl-table cells wait before they are committed.", gt=0)
+    ] = 1.0
+    store_sync: Annotated[
+        bool, _doc("fsync WARC files and the table log at each commit (survives power loss, not only crashes).")
+    ] = True
     progress_interval: Annotated[float, _doc("Seconds between progress reports.", gt=0)] = 2.0
 
     # crawl policy
@@ -198,6 +339,12 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         if self.max_delay < self.min_delay:
             raise ConfigError(f"max_delay ({self.max_delay}) is less than min_delay ({self.min_delay})")
         _check_network(self)
+        for name in ("include", "exclude"):
+            for pattern in getattr(self, name):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ConfigError(f"{name}: invalid regular expression {pattern!r}: {exc}") from None
         _check_policy(self)
 
     @classmethod
@@ -303,6 +450,10 @@ def _type_name(kind: msgspec.inspect.Type) -> str:
         return _type_name(kind.type)
     if isinstance(kind, msgspec.inspect.UnionType):
         return " or ".join(_type_name(member) for member in kind.types)
+    if isinstance(kind, msgspec.inspect.VarTupleType | msgspec.inspect.ListType):
+        return f"list of {_type_name(kind.item_type)}"
+    if isinstance(kind, msgspec.inspect.LiteralType):
+        return "one of " + ", ".join(_json(value) for value in kind.values)
     names = {
         msgspec.inspect.IntType: "integer",
         msgspec.inspect.FloatType: "number",

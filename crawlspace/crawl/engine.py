@@ -3,8 +3,10 @@
 A dispatcher takes leases from the frontier while fetch slots are free and starts one task per
 lease. The task checks robots.txt from the per-origin cache (fetching it through the same lease
 when missing, so that the robots request is subject to the host's politeness too), fetches,
-stores, parses and sends the links through filter, normalization and the URL-seen test back
-into the frontier. Redirect targets take the same path as links (Mercator).
+stores, parses and sends the links through normalization, the filter chain, the URL-seen test
+and the per-host admission guards back into the frontier. Redirect targets take the same path
+as links (Mercator), and so do canonical URLs, meta refresh targets and the URLs of sitemaps;
+the sitemap files named in robots.txt go to the frontier as themselves (robots-checked, polite).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import contextlib
 import functools
 import signal
 import time
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,14 +30,15 @@ from crawlspace.fetch import Fetcher, FetchResult, Outcome
 from crawlspace.fetch.retry import RetryPolicy
 from crawlspace.frontier import Frontier, FrontierEntry, Lease, Politeness
 from crawlspace.parse import parse_html
+from crawlspace.parse.sitemap import SitemapKind, parse_sitemap
 from crawlspace.robots import RobotsCache, RobotsRules
+from crawlspace.robots.cache import MAX_REDIRECT_HOPS
+from crawlspace.robots.rules import MAX_ROBOTS_BYTES
 from crawlspace.seen import ContentSeen, UrlSet
-from crawlspace.store import WarcWriter
-from crawlspace.urls import InvalidURL, host_of, join, normalize, origin_of, url_fingerprint
-from crawlspace.urls.filter import UrlFilter
+from crawlspace.store import PageStore, StoreOptions
+from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of, url_fingerprint
+from crawlspace.urls.filter import Reason, filter_from_config
 from crawlspace.urls.fingerprint import content_fingerprint
-
-ROBOTS_MAX_REDIRECTS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,12 @@ def read_seeds(path: Path) -> tuple[list[str], list[SeedProblem]]:
     return seeds, problems
 
 
+def header_values(result: FetchResult, name: str) -> list[str]:
+    """Every value of a response header that may repeat (X-Robots-Tag, Link)."""
+    lowered = name.lower()
+    return [value for key, value in result.headers if key.lower() == lowered]
+
+
 class CrawlEngine:
     def __init__(self, config: CrawlConfig, out_dir: str | Path, *, live_progress: bool | None = None) -> None:
         self.config = config
@@ -71,11 +81,22 @@ class CrawlEngine:
             max_delay=config.max_delay,
             max_conn_per_host=config.max_conn_per_host,
         )
-        self.frontier = Frontier(self.politeness, back_queues=3 * config.concurrency)
-        self.robots = RobotsCache(ttl=config.robots_ttl)
+        self._back_queues = 3 * config.concurrency
+        self.frontier = Frontier(self.politeness, back_queues=self._back_queues)
+        self.robots = RobotsCache(ttl=config.robots_ttl, retry_delay=config.robots_retry_delay)
         self.urlset = UrlSet()
         self.content = ContentSeen()
-        self.url_filter = UrlFilter(max_depth=config.max_depth, max_redirects=config.max_redirects)
+        self.normalizer = Normalizer(
+            strip_session_ids=config.strip_session_ids,
+            strip_tracking=config.strip_tracking_params,
+            strip_params=config.strip_params,
+            sort_query=config.sort_query,
+        )
+        self.url_filter = filter_from_config(config)
+        self._sitemaps: set[str] = set()  # sitemap URLs in the frontier, fetched as sitemaps
+        self._robots_fetched_for: dict[str, str] = {}  # origin -> URL whose lease fetched its robots.txt
+        self._parked: set[str] = set()  # hosts whose URLs wait for the retry of an unreachable robots.txt
+        self._sitemap_files: Counter[str] = Counter()  # sitemap files queued per origin
         self.resolver = Resolver.from_config(config)
         self.guard = AddressGuard.from_config(config)
         self.retry = RetryPolicy(
@@ -83,7 +104,11 @@ class CrawlEngine:
         )
         self._attempts: dict[str, int] = {}  # URL -> failed attempts, while a retry is pending
         self._parsed_types = frozenset(config.parse_content_types) | {""}  # no Content-Type: sniffed as HTML
-        self.warc = WarcWriter(self.out_dir / "warc", max_file_bytes=config.warc_max_bytes)
+        self.store = PageStore(
+            self.out_dir,
+            StoreOptions.from_config(config),
+            warcinfo={"http-header-user-agent": config.user_agent, "robots": "obey", "isPartOf": self.out_dir.name},
+        )
         self._live_progress = live_progress
         self._changed = asyncio.Event()
         self._stopping = False
@@ -93,7 +118,15 @@ class CrawlEngine:
     # -- public ------------------------------------------------------------------------------
 
     def add_seeds(self, seeds: Iterable[str]) -> int:
-        entries = [FrontierEntry(url) for url in seeds]
+        entries: list[FrontierEntry] = []
+        for seed in seeds:
+            try:
+                url = self.normalizer(seed)
+            except InvalidURL:
+                self.stats.invalid_seeds += 1
+                continue
+            self.url_filter.add_seed(url)
+            entries.append(FrontierEntry(url))
         return self._enqueue(entries)
 
     def stop(self, reason: str = "stopped") -> None:
@@ -123,7 +156,7 @@ class CrawlEngine:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
             await self.resolver.close()
-            self.warc.close()
+            self.store.close()
             self.stats.sections.update(dns=self.resolver.stats(), guard=self.guard.stats(), fetch=fetcher.stats())
             self.stats.finished_at = time.time()
             self.stats.write(self.out_dir / "stats.json")
@@ -140,7 +173,10 @@ class CrawlEngine:
             await slots.acquire()
             lease = self.frontier.acquire()
             while lease is None and not self._stopping:
-                if len(self.frontier) == 0 and self.frontier.in_flight == 0:
+                if self.frontier.in_flight == 0 and (len(self.frontier) == 0 or self._only_robots_waits()):
+                    # nothing left that may be fetched: a crawl does not idle only to retry the
+                    # robots.txt of unreachable hosts; their URLs stay queued (robots_waiting)
+                    self.stats.robots_waiting = len(self.frontier)
                     self.stats.termination = "frontier-empty"
                     self._stopping = True
                     break
@@ -159,6 +195,15 @@ class CrawlEngine:
             task.add_done_callback(functools.partial(self._task_done, slots=slots))
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _only_robots_waits(self) -> bool:
+        """Is every queued URL on a host that waits for the retry of an unreachable robots.txt?
+
+        True when every active host is such a host and the front queues are empty (fewer active
+        hosts than back queues, so the frontier would have activated any other queued host).
+        """
+        active = self.frontier.active_hosts
+        return 0 < active == len(self._parked) < self._back_queues
 
     def _wait_cap(self, timeout: float | None) -> float:
         cap = self.config.progress_interval
@@ -186,6 +231,7 @@ class CrawlEngine:
     async def _report_periodically(self, reporter: ProgressReporter) -> None:
         while True:
             await asyncio.sleep(self.config.progress_interval)
+            self.store.maybe_flush()
             reporter.report()
 
     def _gauges(self) -> dict[str, Any]:
@@ -202,6 +248,7 @@ class CrawlEngine:
 
     async def _process(self, fetcher: Fetcher, lease: Lease) -> None:
         entry = lease.entry
+        self._parked.discard(lease.host)
         try:  # usually answered from the cache (prefetched); a dead host fails here, before robots.txt
             await self.resolver.resolve(hostname_of_authority(lease.host))
         except DNSFailure as exc:
@@ -209,24 +256,45 @@ class CrawlEngine:
             return
         origin = origin_of(entry.url)
         agent = self.config.robots_agent
-        rules = self.robots.get(origin, time.monotonic())
-        if rules is None:
+        now = time.monotonic()
+        fetched_for = self._robots_fetched_for.pop(origin, None)
+        robots = self.robots.entry(origin, now)
+        if robots is None and fetched_for == entry.url:
+            # fetched for this very URL one politeness gap ago: it counts, even if a short TTL ran out
+            robots = self.robots.peek(origin)
+        if robots is None:
             started = time.monotonic()
-            rules = await self._fetch_robots(fetcher, origin)
+            rules = await self._fetch_robots(fetcher, origin, entry.depth)
+            self._robots_fetched_for[origin] = entry.url
             self.frontier.release(
                 lease, time.monotonic() - started, put_back=entry, crawl_delay=rules.crawl_delay(agent)
             )
             return
+        rules = robots.rules
         if not rules.allowed(entry.url, agent):
-            self.stats.robots_excluded += 1
-            self.stats.outcomes[Outcome.ROBOTS_EXCLUDED] += 1
+            if robots.unreachable and robots.transient and robots.failures <= self.config.robots_max_retries:
+                # robots.txt could not be fetched: the URL waits for the next attempt, it is not dropped
+                self._parked.add(lease.host)
+                self.frontier.release(lease, 0.0, put_back=entry, retry_after=max(robots.expires - now, 0.0))
+                return
+            if robots.unreachable:
+                self.stats.robots_unreachable += 1
+            else:
+                self.stats.robots_excluded += 1
+                self.stats.outcomes[Outcome.ROBOTS_EXCLUDED] += 1
+            self._sitemaps.discard(entry.url)
             self.frontier.release(lease, 0.0, contacted=False)
             return
         result = await fetcher.fetch(entry.url)
         attempts = self._attempts.pop(entry.url, 0) + 1
         decision = self.retry.decide(result, attempts)
         try:
-            self._record(result, entry)
+            if entry.url in self._sitemaps:
+                if not decision.retry:
+                    self._sitemaps.discard(entry.url)
+                self._record_sitemap(result, entry)
+            else:
+                self._record(result, entry)
             if decision.retry:  # back into the frontier, behind a longer rest of its host: no worker waits
                 self._attempts[entry.url] = attempts
                 self.stats.retries += 1
@@ -253,30 +321,56 @@ class CrawlEngine:
         else:
             self.frontier.release(lease, 0.0, contacted=False)
 
-    async def _fetch_robots(self, fetcher: Fetcher, origin: str) -> RobotsRules:
+    async def _fetch_robots(self, fetcher: Fetcher, origin: str, depth: int) -> RobotsRules:
+        """Fetch /robots.txt of `origin` (following up to 5 redirects) and cache what it means."""
         url = origin + "/robots.txt"
-        for _ in range(ROBOTS_MAX_REDIRECTS + 1):
+        for _ in range(MAX_REDIRECT_HOPS + 1):
             result = await fetcher.fetch(url)
             self.stats.robots_fetches += 1
             if result.status:
-                self.warc.write_exchange(result)
+                self.store.record(result)
             now = time.monotonic()
             if result.outcome is Outcome.REDIRECT:
-                location = result.header("location")
                 try:
-                    url = normalize(join(url, location or ""))
+                    url = normalize(join(url, result.header("location") or ""))
                 except InvalidURL:
-                    return self.robots.store_response(origin, 404, b"", now)
+                    return self.robots.store_unavailable(origin, now)
                 continue
             if not result.status:
                 self.stats.errors[f"robots:{result.outcome}"] += 1
-                return self.robots.store_unreachable(origin, now)
-            body = result.content(self.config.max_body_bytes)
-            return self.robots.store_response(origin, result.status, body, now)
-        return self.robots.store_response(origin, 404, b"", time.monotonic())
+                # a name that does not resolve or an address we refuse will not get better by waiting
+                transient = result.outcome not in (Outcome.DNS_ERROR, Outcome.GUARD_REFUSED)
+                return self.robots.store_unreachable(origin, now, transient=transient)
+            body = result.content(MAX_ROBOTS_BYTES + 1)  # one byte more tells the parser it was cut
+            rules = self.robots.store_response(origin, result.status, body, now)
+            if 200 <= result.status < 300 and self.config.sitemaps and rules.sitemaps:
+                self._add_sitemaps(rules.sitemaps, url, depth)
+            return rules
+        return self.robots.store_unavailable(origin, time.monotonic())  # more than 5 redirects
 
-    def _record(self, result: FetchResult, entry: FrontierEntry) -> None:
-        """Account, store and follow up one fetch."""
+    def _add_sitemaps(self, hrefs: Iterable[str], base: str, depth: int) -> None:
+        """Queue sitemap files: in the frontier (polite, robots-checked), not through the URL filter
+        (the site owner named them), but through the URL-seen test; at most sitemap_max_files per origin."""
+        entries: list[tuple[int, FrontierEntry]] = []
+        for href in hrefs:
+            try:
+                url = normalize(join(base, href))
+            except InvalidURL:
+                self.stats.filtered["sitemap-invalid-url"] += 1
+                continue
+            origin = origin_of(url)
+            if self._sitemap_files[origin] >= self.config.sitemap_max_files:
+                self.stats.filtered["sitemap-limit"] += 1
+                continue
+            self._sitemap_files[origin] += 1
+            entries.append((url_fingerprint(url), FrontierEntry(url, depth)))
+        for entry in self.urlset.filter_new(entries):
+            self._sitemaps.add(entry.url)
+            self.frontier.add(entry)
+            self._changed.set()
+
+    def _record_sitemap(self, result: FetchResult, entry: FrontierEntry) -> None:
+        """Account and store a sitemap fetch, queue what it lists."""
         stats = self.stats
         stats.pages_fetched += 1
         stats.outcomes[result.outcome] += 1
@@ -285,10 +379,42 @@ class CrawlEngine:
             return
         stats.responses_by_status[result.status] += 1
         stats.bytes_downloaded += len(result.body)
+        self.store.record(result, depth=entry.depth)
         if result.outcome is Outcome.REDIRECT:
-            self.warc.write_exchange(result)
+            self._add_sitemaps([result.header("location") or ""], result.url, entry.depth)
+            return
+        if result.outcome is not Outcome.OK:
+            return
+        sitemap = parse_sitemap(
+            result.content(self.config.max_body_bytes),
+            max_bytes=self.config.sitemap_max_bytes,
+            max_urls=self.config.sitemap_max_urls,
+        )
+        stats.sitemaps_fetched += 1
+        if sitemap.kind is SitemapKind.INDEX:
+            self._add_sitemaps(sitemap.urls, result.url, entry.depth)
+            return
+        stats.sitemap_urls += len(sitemap.urls)
+        self._follow([(url, entry.depth + 1, 0) for url in sitemap.urls], result.url, resolve=True)
+
+    def _record(self, result: FetchResult, entry: FrontierEntry) -> None:
+        """Account, store and follow up one fetch."""
+        stats = self.stats
+        stats.pages_fetched += 1
+        stats.outcomes[result.outcome] += 1
+        if not result.status:
+            stats.errors[str(result.outcome)] += 1
+            self.store.record(result, depth=entry.depth)
+            return
+        stats.responses_by_status[result.status] += 1
+        stats.bytes_downloaded += len(result.body)
+        if result.outcome is Outcome.REDIRECT:
+            self.store.record(result, depth=entry.depth)
             location = result.header("location")
             if location:
+                if entry.depth == 0:  # a seed's redirect widens the scope to its target (http -> https, www.)
+                    with contextlib.suppress(InvalidURL):
+                        self.url_filter.add_seed(self.normalizer(join(result.url, location)))
                 self._follow([(location, entry.depth, entry.hops + 1)], result.url)
             return
         # a body truncated at the size limit is stored marked as such and still parsed (Heritrix)
@@ -296,29 +422,58 @@ class CrawlEngine:
             result.outcome is Outcome.TOO_LARGE and 200 <= result.status < 300
         )
         if not complete_or_cut or result.content_type not in self._parsed_types:
-            self.warc.write_exchange(result)
+            self.store.record(result, depth=entry.depth)
             return
         body = result.content(self.config.max_body_bytes)
-        original = self.content.check(content_fingerprint(body), result.url)
+        fingerprint = content_fingerprint(body)
+        original = self.content.check(fingerprint, result.url)
         if original is not None:
             stats.duplicate_content += 1
-            self.warc.write_revisit(result, original)
+            self.store.record_duplicate(result, original, fingerprint=fingerprint, depth=entry.depth)
             return
-        self.warc.write_exchange(result)
-        page = parse_html(body, result.url, result.header("content-type"), result.header("x-robots-tag"))
-        followed = [(link.url, entry.depth + 1, 0) for link in page.links if not link.nofollow]
+        page = parse_html(
+            body,
+            result.url,
+            result.header("content-type"),
+            header_values(result, "x-robots-tag"),
+            agent=self.config.robots_agent,
+            link_headers=header_values(result, "link"),
+            max_links=self.config.max_links_per_page,
+        )
+        self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
         stats.links_extracted += len(page.links)
+        stats.links_dropped += page.dropped_links
+        follow_all = self.config.follow_nofollow
+        followed = [(link.url, entry.depth + 1, 0) for link in page.links if follow_all or not link.nofollow]
+        stats.nofollow_links += len(page.links) - len(followed)
+        if page.meta_noindex:
+            stats.noindex_pages += 1
+        if page.canonical is not None and (follow_all or not page.meta_nofollow):
+            try:
+                canonical = self.normalizer.serialized(page.canonical)
+            except InvalidURL:
+                canonical = result.url
+            if canonical != result.url:
+                # crawled like a link (the URL-seen test drops it if known); the page itself is
+                # kept: the indexer prefers the canonical when both are stored
+                stats.canonical_elsewhere += 1
+                followed.append((canonical, entry.depth + 1, 0))
         self._follow(followed, result.url)
 
-    def _follow(self, links: list[tuple[str, int, int]], base: str) -> None:
+    def _follow(self, links: list[tuple[str, int, int]], base: str, *, resolve: bool = False) -> None:
+        """Normalize links (resolving redirect Locations, and all hrefs when `resolve`) and enqueue them."""
         entries: list[FrontierEntry] = []
+        normalizer = self.normalizer
         for href, depth, hops in links:
             try:
-                url = normalize(join(base, href)) if hops else normalize(href)
+                absolute = join(base, href) if hops or resolve else href  # parse_html's links are joined
             except InvalidURL:
-                self.stats.filtered["not-http-url"] += 1
+                self.stats.filtered[Reason.INVALID_URL] += 1
                 continue
-            entries.append(FrontierEntry(url, depth, hops))
+            if not absolute.startswith(("http://", "https://")):
+                self.stats.filtered[Reason.SCHEME] += 1
+                continue
+            entries.append(FrontierEntry(normalizer.serialized(absolute), depth, hops))
         self._enqueue(entries)
 
     def _enqueue(self, entries: list[FrontierEntry]) -> int:
@@ -329,8 +484,13 @@ class CrawlEngine:
                 self.stats.filtered[reason] += 1
                 continue
             accepted.append((url_fingerprint(entry.url), entry))
-        added = 0
+        new = added = 0
         for entry in self.urlset.filter_new(accepted):
+            new += 1
+            reason = self.url_filter.admission(entry, host_of(entry.url))
+            if reason is not None:
+                self.stats.filtered[reason] += 1
+                continue
             self.frontier.add(entry)
             # Resolve ahead so the fetch finds the address cached. Until the frontier reports hosts
             # entering a back queue, every newly queued URL's host is prefetched (a no-op when the
@@ -338,7 +498,7 @@ class CrawlEngine:
             self.resolver.prefetch(host_of(entry.url))
             added += 1
         self.stats.urls_discovered += added
-        self.stats.duplicate_urls += len(accepted) - added
+        self.stats.duplicate_urls += len(accepted) - new
         if added:
             self._changed.set()
         return added

@@ -31,9 +31,17 @@ class CrawlStats:
     errors: Counter[str] = field(default_factory=Counter)
     robots_fetches: int = 0
     robots_excluded: int = 0
+    robots_unreachable: int = 0  # URLs dropped after their host's robots.txt stayed unreachable
+    robots_waiting: int = 0  # URLs still queued at the end, waiting for an unreachable robots.txt
+    sitemaps_fetched: int = 0
+    sitemap_urls: int = 0
     duplicate_urls: int = 0
     duplicate_content: int = 0
     links_extracted: int = 0
+    links_dropped: int = 0  # beyond max_links_per_page
+    nofollow_links: int = 0
+    noindex_pages: int = 0
+    canonical_elsewhere: int = 0  # pages whose canonical URL is another one
     urls_discovered: int = 0
     filtered: Counter[str] = field(default_factory=Counter)
     invalid_seeds: int = 0
@@ -57,9 +65,17 @@ class CrawlStats:
             "errors": dict(sorted(self.errors.items())),
             "robots_fetches": self.robots_fetches,
             "robots_excluded": self.robots_excluded,
+            "robots_unreachable": self.robots_unreachable,
+            "robots_waiting": self.robots_waiting,
+            "sitemaps_fetched": self.sitemaps_fetched,
+            "sitemap_urls": self.sitemap_urls,
             "duplicate_urls": self.duplicate_urls,
             "duplicate_content": self.duplicate_content,
             "links_extracted": self.links_extracted,
+            "links_dropped": self.links_dropped,
+            "nofollow_links": self.nofollow_links,
+            "noindex_pages": self.noindex_pages,
+            "canonical_elsewhere": self.canonical_elsewhere,
             "urls_discovered": self.urls_discovered,
             "filtered": dict(sorted(self.filtered.items())),
             "invalid_seeds": self.invalid_seeds,

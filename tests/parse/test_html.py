@@ -1,0 +1,182 @@
+"""HTML extraction: links and their kinds, base href, nofollow, robots directives, canonical, refresh, text, charset."""
+
+from __future__ import annotations
+
+import codecs
+
+import pytest
+
+from crawlspace.parse import parse_html
+from crawlspace.parse.html import (
+    ParsedPage,
+    canonical_from_link_header,
+    decode_html,
+    refresh_target,
+    robots_directives,
+    sniff_charset,
+)
+
+PAGE = """<!DOCTYPE html><html><head>
+<title>  The   Title </title>
+<base href="/docs/">
+<link rel="canonical" href="/canonical-page">
+<link rel="next" href="page2.html"><link rel="alternate" hreflang="de" href="https://de.example.com/">
+<link rel="stylesheet" href="style.css"><link rel="icon" href="/favicon.ico">
+<meta http-equiv="refresh" content="10; URL='later.html'">
+<style>.x { color: red }</style>
+</head><body>
+<h1>Heading</h1>
+<p>Some <b>bold</b> text &amp; an <a href="a.html">anchor <i>text</i></a>.</p>
+<a href="b.html" rel="nofollow">no</a>
+<a href="../up.html" title="Up there"></a>
+<a href="/img.html"><img src="x.png" alt="An image"></a>
+<a href="http://[invalid">broken</a>
+<a href="mailto:someone@example.com">mail</a>
+<a name="no-href">not a link</a>
+<map><area href="/area.html" alt="Area  alt"></map>
+<iframe src="//frames.example.com/f.html"></iframe>
+<script>document.write('<a href="/scripted.html">x</a>')</script>
+<noscript>Enable JavaScript</noscript>
+</body></html>"""
+
+
+@pytest.fixture(scope="module")
+def page() -> ParsedPage:
+    return parse_html(PAGE.encode(), "http://example.com/dir/index.html", "text/html; charset=utf-8")
+
+
+def test_links_resolved_against_base_href(page: ParsedPage) -> None:
+    by_url = {link.url: link for link in page.links}
+    assert page.base == "http://example.com/docs/"
+    assert set(by_url) == {
+        "http://example.com/docs/page2.html",
+        "https://de.example.com/",
+        "http://example.com/docs/a.html",
+        "http://example.com/docs/b.html",
+        "http://example.com/up.html",
+        "http://example.com/img.html",
+        "mailto:someone@example.com",
+        "http://example.com/area.html",
+        "http://frames.example.com/f.html",
+        "http://example.com/docs/later.html",
+    }
+    kinds = {link.url.rsplit("/", 1)[-1]: link.kind for link in page.links}
+    assert kinds["page2.html"] == "link" and kinds["area.html"] == "area" and kinds["f.html"] == "iframe"
+    assert kinds["later.html"] == "refresh" and kinds["a.html"] == "a"
+    assert page.invalid_links == 1
+    assert not any("style.css" in url or "favicon" in url or "scripted" in url for url in by_url)
+
+
+def test_anchor_texts(page: ParsedPage) -> None:
+    anchors = {link.url.rsplit("/", 1)[-1]: link.anchor_text for link in page.links}
+    assert anchors["a.html"] == "anchor text"
+    assert anchors["img.html"] == "An image"  # alt of an image link
+    assert anchors["up.html"] == "Up there"  # title when there is no text
+    assert anchors["area.html"] == "Area alt"
+
+
+def test_nofollow_per_link(page: ParsedPage) -> None:
+    nofollow = {link.url for link in page.links if link.nofollow}
+    assert nofollow == {"http://example.com/docs/b.html"}
+
+
+def test_title_text_canonical_refresh(page: ParsedPage) -> None:
+    assert page.title == "The Title"
+    assert page.text.startswith("Heading Some bold text & an anchor text .")
+    assert "color" not in page.text and "document.write" not in page.text and "Enable JavaScript" not in page.text
+    assert page.canonical == "http://example.com/canonical-page"
+    assert page.refresh == "http://example.com/docs/later.html"
+    assert page.directives == frozenset() and not page.meta_noindex and not page.meta_nofollow
+
+
+def test_meta_robots_and_agent_meta() -> None:
+    html = b'<meta name="Robots" content="NOINDEX"><meta name="crawlspace" content="nofollow"><a href="/x">x</a>'
+    page = parse_html(html, "http://e.com/", agent="crawlspace")
+    assert page.meta_noindex and page.meta_nofollow
+    assert all(link.nofollow for link in page.links)
+    other = parse_html(html, "http://e.com/", agent="otherbot")
+    assert other.meta_noindex and not other.meta_nofollow
+
+
+def test_x_robots_tag_headers() -> None:
+    page = parse_html(b'<a href="/x">x</a>', "http://e.com/", robots_headers=["otherbot: noindex", "nofollow"])
+    assert page.meta_nofollow and not page.meta_noindex
+    page = parse_html(b"", "http://e.com/", robots_headers="crawlspace: none", agent="crawlspace")
+    assert page.meta_noindex and page.meta_nofollow
+
+
+def test_robots_directives() -> None:
+    assert robots_directives(["noindex, nofollow"]) == {"noindex", "nofollow"}
+    assert robots_directives(["none"]) == {"none", "noindex", "nofollow"}
+    assert robots_directives(["googlebot: noindex", "crawlspace: noarchive, nosnippet"], "crawlspace") == {
+        "noarchive",
+        "nosnippet",
+    }
+    assert robots_directives(["unavailable_after: 25 Jun 2010 15:00:00 PST, noindex"]) == {
+        "unavailable_after",
+        "noindex",
+    }
+    assert robots_directives(["max-snippet: 20, nofollow"]) == {"max-snippet", "nofollow"}
+
+
+def test_canonical_from_link_header_wins() -> None:
+    header = '<https://e.com/style.css>; rel="preload", <https://e.com/canon>; rel="canonical"'
+    assert canonical_from_link_header([header]) == "https://e.com/canon"
+    page = parse_html(b'<link rel="canonical" href="/tag">', "http://e.com/p", link_headers=[header])
+    assert page.canonical == "https://e.com/canon"
+    assert canonical_from_link_header(['<https://e.com/>; rel="next"']) is None
+
+
+@pytest.mark.parametrize(
+    ("content", "target"),
+    [
+        ("5; url=/next", "/next"),
+        ("0;URL='http://e.com/x'", "http://e.com/x"),
+        ('3, url="y.html"', "y.html"),
+        ("0; http://e.com/z", "http://e.com/z"),
+        ("5", None),
+        ("", None),
+    ],
+)
+def test_refresh_target(content: str, target: str | None) -> None:
+    assert refresh_target(content) == target
+
+
+def test_max_links_and_dropped_count() -> None:
+    html = "".join(f'<a href="/p{i}">{i}</a>' for i in range(50)).encode()
+    page = parse_html(html, "http://e.com/", max_links=10)
+    assert len(page.links) == 10 and page.dropped_links == 40
+    assert page.links[-1].url == "http://e.com/p9"
+
+
+def test_invalid_base_href_falls_back_to_the_page_url() -> None:
+    page = parse_html(b'<base href="http://[bad"><a href="x">x</a>', "http://e.com/d/p")
+    assert page.links[0].url == "http://e.com/d/x"
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "expected"),
+    [
+        (codecs.BOM_UTF8 + b"<p>x", "text/html; charset=iso-8859-1", "utf-8-sig"),  # BOM beats header
+        (codecs.BOM_UTF16_LE + "<p>x".encode("utf-16-le"), None, "utf-16-le"),
+        (b"<p>x", 'text/html; charset="ISO-8859-1"', "cp1252"),  # latin1 is windows-1252 on the web
+        (b'<meta charset="shift_jis"><p>x', None, "cp932"),
+        (b'<meta http-equiv="Content-Type" content="text/html; charset=gb2312">', None, "gb18030"),
+        (b'<meta charset="utf-16">', None, "utf-8"),  # an ASCII-readable meta cannot be UTF-16
+        (b'<meta charset="koi8-r">', "text/html; charset=utf-8", "utf-8"),  # header beats meta
+        (b'<meta charset="no-such-charset"><p>caf\xc3\xa9', None, "utf-8"),
+        (b"<p>caf\xe9 cr\xe8me", None, "cp1252"),  # not UTF-8, nothing declared
+        (b"<p>cut in the middle \xe2\x82", None, "utf-8"),  # truncated multi-byte character
+    ],
+)
+def test_charset_sniffing(body: bytes, content_type: str | None, expected: str) -> None:
+    assert sniff_charset(body, content_type) == expected
+
+
+def test_decoding_is_never_fatal() -> None:
+    text, charset = decode_html(b"<p>\xff\xfe\x00 bad \xc3", "text/html; charset=utf-8")
+    assert charset == "utf-8" and "\ufffd" in text
+    page = parse_html("<title>café</title>".encode("cp1252"), "http://e.com/", "text/html; charset=windows-1252")
+    assert page.title == "café" and page.charset == "cp1252"
+    page = parse_html("<title>日本</title>".encode("shift_jis"), "http://e.com/", "text/html; charset=Shift_JIS")
+    assert page.title == "日本"
