@@ -31,6 +31,7 @@ from crawlspace.fetch.retry import RetryPolicy
 from crawlspace.frontier import Frontier, FrontierEntry, Lease, Politeness
 from crawlspace.parse import parse_html
 from crawlspace.parse.sitemap import SitemapKind, parse_sitemap
+from crawlspace.policies import OrderingPolicy, Outlink, PageContent, make_policy
 from crawlspace.robots import RobotsCache, RobotsRules
 from crawlspace.robots.cache import MAX_REDIRECT_HOPS
 from crawlspace.robots.rules import MAX_ROBOTS_BYTES
@@ -70,7 +71,14 @@ def header_values(result: FetchResult, name: str) -> list[str]:
 
 
 class CrawlEngine:
-    def __init__(self, config: CrawlConfig, out_dir: str | Path, *, live_progress: bool | None = None) -> None:
+    def __init__(
+        self,
+        config: CrawlConfig,
+        out_dir: str | Path,
+        *,
+        live_progress: bool | None = None,
+        policy: OrderingPolicy | None = None,
+    ) -> None:
         self.config = config
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -82,7 +90,11 @@ class CrawlEngine:
             max_conn_per_host=config.max_conn_per_host,
         )
         self._back_queues = 3 * config.concurrency
-        self.frontier = Frontier(self.politeness, back_queues=self._back_queues)
+        # the crawl order (config.policy unless given): the frontier's prioritizer, fed page events
+        self.policy = policy if policy is not None else make_policy(config)
+        self._policy_pages = self.policy.observes_pages
+        self._policy_reported = ""  # the last URL whose page the policy saw through _enqueue
+        self.frontier = Frontier(self.politeness, back_queues=self._back_queues, prioritizer=self.policy.prioritizer)
         self.robots = RobotsCache(ttl=config.robots_ttl, retry_delay=config.robots_retry_delay)
         self.urlset = UrlSet()
         self.content = ContentSeen()
@@ -157,7 +169,9 @@ class CrawlEngine:
                     loop.remove_signal_handler(sig)
             await self.resolver.close()
             self.store.close()
+            self.policy.close()
             self.stats.sections.update(dns=self.resolver.stats(), guard=self.guard.stats(), fetch=fetcher.stats())
+            self.stats.sections["policy"] = self.policy.stats()
             self.stats.finished_at = time.time()
             self.stats.write(self.out_dir / "stats.json")
         return self.stats
@@ -284,6 +298,7 @@ class CrawlEngine:
                 self.stats.outcomes[Outcome.ROBOTS_EXCLUDED] += 1
             self._sitemaps.discard(entry.url)
             self.frontier.release(lease, 0.0, contacted=False)
+            self._policy_done(entry.url)
             return
         result = await fetcher.fetch(entry.url)
         attempts = self._attempts.pop(entry.url, 0) + 1
@@ -298,8 +313,10 @@ class CrawlEngine:
             if decision.retry:  # back into the frontier, behind a longer rest of its host: no worker waits
                 self._attempts[entry.url] = attempts
                 self.stats.retries += 1
-            elif decision.reason:
-                self.stats.errors["gave-up-after-retries"] += 1
+            else:
+                if decision.reason:
+                    self.stats.errors["gave-up-after-retries"] += 1
+                self._policy_done(entry.url)
         finally:
             self.frontier.release(
                 lease,
@@ -320,6 +337,7 @@ class CrawlEngine:
             self.frontier.release(lease, 0.0, put_back=lease.entry, retry_after=wait)
         else:
             self.frontier.release(lease, 0.0, contacted=False)
+            self._policy_done(lease.entry.url)
 
     async def _fetch_robots(self, fetcher: Fetcher, origin: str, depth: int) -> RobotsRules:
         """Fetch /robots.txt of `origin` (following up to 5 redirects) and cache what it means."""
@@ -415,7 +433,7 @@ class CrawlEngine:
                 if entry.depth == 0:  # a seed's redirect widens the scope to its target (http -> https, www.)
                     with contextlib.suppress(InvalidURL):
                         self.url_filter.add_seed(self.normalizer(join(result.url, location)))
-                self._follow([(location, entry.depth, entry.hops + 1)], result.url)
+                self._follow([(location, entry.depth, entry.hops + 1)], result.url, source=entry.url)
             return
         # a body truncated at the size limit is stored marked as such and still parsed (Heritrix)
         complete_or_cut = result.outcome is Outcome.OK or (
@@ -444,7 +462,9 @@ class CrawlEngine:
         stats.links_extracted += len(page.links)
         stats.links_dropped += page.dropped_links
         follow_all = self.config.follow_nofollow
-        followed = [(link.url, entry.depth + 1, 0) for link in page.links if follow_all or not link.nofollow]
+        kept = [link for link in page.links if follow_all or not link.nofollow]
+        followed = [(link.url, entry.depth + 1, 0) for link in kept]
+        anchors = [link.anchor_text for link in kept]
         stats.nofollow_links += len(page.links) - len(followed)
         if page.meta_noindex:
             stats.noindex_pages += 1
@@ -458,13 +478,26 @@ class CrawlEngine:
                 # kept: the indexer prefers the canonical when both are stored
                 stats.canonical_elsewhere += 1
                 followed.append((canonical, entry.depth + 1, 0))
-        self._follow(followed, result.url)
+                anchors.append("")
+        content = PageContent(page.title, page.text) if self._policy_pages else None
+        self._follow(followed, result.url, source=entry.url, anchors=anchors, content=content)
 
-    def _follow(self, links: list[tuple[str, int, int]], base: str, *, resolve: bool = False) -> None:
-        """Normalize links (resolving redirect Locations, and all hrefs when `resolve`) and enqueue them."""
+    def _follow(
+        self,
+        links: list[tuple[str, int, int]],
+        base: str,
+        *,
+        resolve: bool = False,
+        source: str | None = None,
+        anchors: list[str] | None = None,
+        content: PageContent | None = None,
+    ) -> None:
+        """Normalize links (resolving redirect Locations, and all hrefs when `resolve`) and enqueue them.
+        With `source`, the fetched URL they come from: the policy sees them as its out-links."""
         entries: list[FrontierEntry] = []
+        kept_anchors: list[str] = []
         normalizer = self.normalizer
-        for href, depth, hops in links:
+        for index, (href, depth, hops) in enumerate(links):
             try:
                 absolute = join(base, href) if hops or resolve else href  # parse_html's links are joined
             except InvalidURL:
@@ -474,16 +507,33 @@ class CrawlEngine:
                 self.stats.filtered[Reason.SCHEME] += 1
                 continue
             entries.append(FrontierEntry(normalizer.serialized(absolute), depth, hops))
-        self._enqueue(entries)
+            if anchors is not None:
+                kept_anchors.append(anchors[index])
+        self._enqueue(entries, source=source, anchors=kept_anchors if anchors is not None else None, content=content)
 
-    def _enqueue(self, entries: list[FrontierEntry]) -> int:
+    def _enqueue(
+        self,
+        entries: list[FrontierEntry],
+        *,
+        source: str | None = None,
+        anchors: list[str] | None = None,
+        content: PageContent | None = None,
+    ) -> int:
         accepted: list[tuple[int, FrontierEntry]] = []
-        for entry in entries:
+        outlinks: list[Outlink] = []
+        for index, entry in enumerate(entries):
             reason = self.url_filter.rejection(entry)
             if reason is not None:
                 self.stats.filtered[reason] += 1
                 continue
             accepted.append((url_fingerprint(entry.url), entry))
+            if source is not None and self._policy_pages:
+                outlinks.append(Outlink(entry.url, anchors[index] if anchors is not None else ""))
+        if source is not None and self._policy_pages:
+            # before the URL-seen test: links to known URLs are in-links too; before the new URLs
+            # enter the frontier: their first level already counts this page
+            self.policy.page_done(source, outlinks, content)
+            self._policy_reported = source
         new = added = 0
         for entry in self.urlset.filter_new(accepted):
             new += 1
@@ -497,8 +547,31 @@ class CrawlEngine:
             # answer is cached or on its way).
             self.resolver.prefetch(host_of(entry.url))
             added += 1
+        if source is not None and self._policy_pages:
+            self._requeue()
         self.stats.urls_discovered += added
         self.stats.duplicate_urls += len(accepted) - new
         if added:
             self._changed.set()
         return added
+
+    # -- the ordering policy's events ---------------------------------------------------------
+
+    def _policy_done(self, url: str) -> None:
+        """`url` left the crawl for good; the policy hears it unless it saw the page's links already."""
+        if not self._policy_pages:
+            return
+        if self._policy_reported == url:
+            self._policy_reported = ""
+            return
+        self.policy.page_done(url, (), None)
+        self._requeue()
+
+    def _requeue(self) -> None:
+        """URLs whose level rose go into the frontier again at the new level (the stale copy is
+        dropped when the frontier draws it: the policy does not admit it)."""
+        requeued = self.policy.requeue()
+        for entry in requeued:
+            self.frontier.add(entry)
+        if requeued:
+            self._changed.set()

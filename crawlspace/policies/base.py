@@ -89,6 +89,9 @@ class OrderingPolicy(Protocol):
     def close(self) -> None: ...
 
 
+_ROUNDING = 1e-9  # log(8) / log(2) is 2.9999999999999996: exact powers of the step stay on their level
+
+
 class LogScale:
     """Score to level on a log scale: each level holds scores a factor `step` apart.
 
@@ -111,7 +114,7 @@ class LogScale:
     def level(self, score: float) -> int:
         if not score > 0.0:  # zero, negative, NaN
             return self.levels - 1
-        octaves = (math.log(score) - self._log_unit) * self._inv_log_step
+        octaves = (math.log(score) - self._log_unit) * self._inv_log_step + _ROUNDING
         if octaves < 0.0:
             return self.levels - 1
         level = self.levels - 2 - int(octaves)
@@ -120,7 +123,7 @@ class LogScale:
     def levels_of(self, scores: npt.NDArray[np.float64]) -> npt.NDArray[np.int8]:
         """`level` of every score of an array at once."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            octaves = (np.log(scores) - self._log_unit) * self._inv_log_step
+            octaves = (np.log(scores) - self._log_unit) * self._inv_log_step + _ROUNDING
         levels = np.where(octaves >= 0.0, self.levels - 2 - np.floor(np.nan_to_num(octaves, nan=-1.0)), self.levels - 1)
         return np.clip(levels, 0, self.levels - 1).astype(np.int8)
 
@@ -184,7 +187,7 @@ class ScoredPolicy:
             record.copies += 1
             return record.level
         score = self._initial_score(entry)
-        record = Pending(entry, score, self._level_of(score))
+        record = Pending(entry, score, self._new_level(score))
         self._pending[entry.url] = record
         self._added(record)
         if len(self._pending) > self._peak_pending:
@@ -245,6 +248,10 @@ class ScoredPolicy:
 
     def _level_of(self, score: float) -> int:
         return self.scale.level(score)
+
+    def _new_level(self, score: float) -> int:
+        """The level of a URL entering the frontier (`_level_of` unless the scale is relative)."""
+        return self._level_of(score)
 
     def _added(self, record: Pending) -> None:
         """A new URL got its record (after its level was set)."""

@@ -46,9 +46,15 @@ class OnlineImportance(ScoredPolicy):
         self._pending_cash -= record.score  # its order is decided; it still collects cash until fetched
 
     def _level_of(self, cash: float) -> int:
-        count = len(self._pending)
-        mean = self._pending_cash / count if count and self._pending_cash > 0.0 else self._seed_cash
-        return self.scale.level(cash / mean)
+        return self.scale.level(cash / self._mean_cash(0.0, 0))
+
+    def _new_level(self, cash: float) -> int:
+        return self.scale.level(cash / self._mean_cash(cash, 1))  # the mean with the newcomer
+
+    def _mean_cash(self, extra_cash: float, extra_count: int) -> float:
+        count = len(self._pending) + extra_count
+        total = self._pending_cash + extra_cash
+        return total / count if count and total > 0.0 else self._seed_cash
 
     def _observe(self, url: str, outlinks: Sequence[Outlink], content: PageContent | None) -> None:
         record = self._pending.get(url)
