@@ -14,9 +14,14 @@ class Prioritizer(Protocol):
 
     Implementers see every URL once, when it enters the frontier; they may keep their own state
     (in-link counts, cash) but must answer quickly: this runs on the add path.
+
+    A prioritizer whose scores change after a URL entered may add the URL again at a more urgent
+    level, and define `admit(entry) -> bool`: the frontier calls it for every URL it draws from
+    the front queues, and drops (and no longer counts) a URL it does not admit, i.e. a stale copy.
     """
 
-    levels: int
+    @property
+    def levels(self) -> int: ...
 
     def priority(self, entry: FrontierEntry) -> int: ...
 
@@ -24,7 +29,9 @@ class Prioritizer(Protocol):
 class BreadthFirst:
     """Every URL at one level: front queues then serve in discovery order (BFS)."""
 
-    levels = 1
+    @property
+    def levels(self) -> int:
+        return 1
 
     def priority(self, entry: FrontierEntry) -> int:
         return 0

@@ -36,6 +36,7 @@ class Frontier:
         self.politeness = politeness
         self.prioritizer: Prioritizer = prioritizer or BreadthFirst()
         self._front = FrontQueues(self.prioritizer.levels, random.Random(seed))
+        self._admit = getattr(self.prioritizer, "admit", None)  # optional hook, see Prioritizer
         self._max_back = back_queues
         self._hosts: dict[str, HostState] = {}
         self._heap: list[tuple[float, int, str]] = []
@@ -59,6 +60,9 @@ class Frontier:
             entry = self._front.pop()
             if entry is None:
                 return
+            if self._admit is not None and not self._admit(entry):
+                self._queued -= 1  # a stale copy: the prioritizer requeued the URL at a better level
+                continue
             host = host_of(entry.url)
             state = self._hosts.get(host)
             if state is None:
@@ -151,6 +155,10 @@ class Frontier:
     @property
     def active_hosts(self) -> int:
         return self._active
+
+    @property
+    def back_queues(self) -> int:
+        return self._max_back
 
     def prune_idle_hosts(self) -> None:
         """Forget timing of inactive hosts whose delay has passed (bounded per-host memory)."""

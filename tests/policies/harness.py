@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from crawlspace.frontier import FrontierEntry
+from crawlspace.frontier import Frontier, FrontierEntry, Politeness
 from crawlspace.policies import OrderingPolicy, Outlink, PageContent
 
 Graph = Mapping[str, Sequence[str | tuple[str, str]]]  # url -> links (url, or (url, anchor text))
@@ -66,13 +67,19 @@ def depth_of(graph: Graph, seeds: Sequence[str]) -> dict[str, int]:
     return depth
 
 
+class Front(Protocol):
+    def add(self, entry: FrontierEntry) -> None: ...
+
+    def pop(self) -> FrontierEntry | None: ...
+
+
 def crawl(
     policy: OrderingPolicy,
     graph: Graph,
     seeds: Sequence[str],
     *,
     texts: Mapping[str, str] | None = None,
-    front: StrictFront | None = None,
+    front: Front | None = None,
     limit: int = 100_000,
 ) -> list[str]:
     """Fetch order of a crawl of `graph` from `seeds`: page events as the engine sends them."""
@@ -99,3 +106,47 @@ def crawl(
         for again in policy.requeue():
             front.add(again)
     return order
+
+
+class FakeClock:
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class MercatorFront:
+    """The real frontier behind the harness's front interface: a URL is leased when its host's
+    politeness allows (on a fake clock) and released at once after a fetch of `duration`."""
+
+    def __init__(self, policy: OrderingPolicy, *, back_queues: int = 2, duration: float = 0.01) -> None:
+        self.clock = FakeClock()
+        self.frontier = Frontier(
+            Politeness(min_delay=0.0, delay_factor=1.0, max_delay=1.0),
+            back_queues=back_queues,
+            prioritizer=policy.prioritizer,
+            clock=self.clock,
+        )
+        self.duration = duration
+        self.leases = 0
+
+    def add(self, entry: FrontierEntry) -> None:
+        self.frontier.add(entry)
+
+    def pop(self) -> FrontierEntry | None:
+        while True:
+            lease = self.frontier.acquire()
+            if lease is not None:
+                self.leases += 1
+                self.clock.now += self.duration
+                self.frontier.release(lease, self.duration)
+                return lease.entry
+            wake = self.frontier.next_contact()
+            if wake is None:
+                assert len(self.frontier) == 0 and self.frontier.in_flight == 0, "frontier stuck"
+                return None
+            self.clock.now = max(self.clock.now, wake)
+
+    def __len__(self) -> int:
+        return len(self.frontier)
