@@ -308,8 +308,8 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     pagerank_growth: Annotated[
         float,
         _doc(
-            "pagerank: ... and after this fraction of the pages fetched so far, keeping the total work "
-            "O(edges x log pages); 0: every k pages.",
+            "pagerank: between two computations wait also for this fraction of the pages fetched so far "
+            "(max(k, growth x pages)): total work O(edges x log pages) instead of O(edges x pages / k); 0: every k.",
             ge=0,
             le=10,
         ),
