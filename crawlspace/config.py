@@ -81,6 +81,47 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     ] = 10.0
     max_delay: Annotated[float, _doc("Upper bound in seconds of the delay between requests to one host.", ge=0)] = 60.0
     max_conn_per_host: Annotated[int, _doc("Requests in flight at once to one host.", ge=1, le=64)] = 1
+    per_ip: Annotated[
+        bool,
+        _doc(
+            "Per-IP politeness: hosts resolving to one address share its connection limit and delay "
+            "(the delay without Crawl-delay, which is per host)."
+        ),
+    ] = True
+    max_conn_per_ip: Annotated[
+        Annotated[int, msgspec.Meta(ge=1, le=1024)] | None,
+        _doc(
+            "With per_ip, requests in flight at once to one address; the address's delay is divided by it "
+            "(None: max_conn_per_host). Raise it for crawls of many sites on one CDN address."
+        ),
+    ] = None
+    error_delay: Annotated[
+        float,
+        _doc(
+            "Seconds of backoff after a failed fetch (connection error, timeout, 5xx, 429), doubled per repeat.",
+            ge=0,
+        ),
+    ] = 5.0
+    park_after_errors: Annotated[
+        int, _doc("Consecutive failed fetches after which a host is parked (set aside) for park_seconds.", ge=1)
+    ] = 5
+    park_seconds: Annotated[
+        float, _doc("Seconds a failing host is parked the first time; doubled each time it is parked again.", ge=0)
+    ] = 900.0
+    give_up_after_parks: Annotated[
+        int,
+        _doc("A host still failing after this many parks is given up: its URLs are dropped and counted.", ge=0),
+    ] = 3
+    back_queues: Annotated[
+        PositiveInt | None,
+        _doc("Hosts served at once by the frontier (its B back queues; None: 3 x concurrency, Mercator's rule)."),
+    ] = None
+    frontier_front_window: Annotated[
+        int, _doc("URLs of each front (priority) queue kept in memory; the rest are compressed blocks on disk.", ge=16)
+    ] = 4096
+    frontier_back_window: Annotated[
+        int, _doc("URLs of each back (per-host) queue kept in memory before spilling a block to disk.", ge=4)
+    ] = 64
 
     # network
     resolve: Annotated[
@@ -182,6 +223,37 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     sitemap_max_bytes: Annotated[
         int, _doc("Uncompressed bytes read from one sitemap file (sitemaps.org: 50 MB); the rest is ignored.", ge=1024)
     ] = 50_000_000
+
+    # seen sets
+    seen_cache_bytes: Annotated[
+        int,
+        _doc(
+            "Memory for the cache of recent and popular URL fingerprints in front of the disk-resident URL set "
+            "(8.25 bytes per fingerprint); 0 disables it.",
+            ge=0,
+            le=1 << 40,
+        ),
+    ] = 64 << 20
+    seen_buffer_urls: Annotated[
+        int,
+        _doc(
+            "New URLs held back and then checked in one batch against the disk URL set; they reach the frontier "
+            "after the check: when the buffer is full, when the frontier runs low, or at a checkpoint.",
+            ge=1,
+            le=100_000_000,
+        ),
+    ] = 65_536
+    near_duplicate_threshold: Annotated[
+        float,
+        _doc("Estimated Jaccard similarity of word 4-shingles from which a page is a near-duplicate.", gt=0, le=1),
+    ] = 0.9
+    store_near_duplicates: Annotated[
+        bool,
+        _doc(
+            "Write near-duplicate pages to the WARC files; when false only the duplicate-of relation is kept "
+            "(DIR/seen/content). Exact duplicates are always written as revisit records."
+        ),
+    ] = True
 
     # scope
     scope: Annotated[

@@ -95,6 +95,7 @@ def drive(policy: OrderingPolicy, urls: list[str], out: list[list[int]], stall: 
                 new = FrontierEntry(url, entry.depth + 1)
                 queues[prioritizer.priority(new) if levels > 1 else 0].append(new)
         if observe:
+            policy.settled()
             for again in policy.requeue():
                 queues[prioritizer.priority(again)].append(again)
 

@@ -35,7 +35,7 @@ from crawlspace.policies import OrderingPolicy, Outlink, PageContent, make_polic
 from crawlspace.robots import RobotsCache, RobotsRules
 from crawlspace.robots.cache import MAX_REDIRECT_HOPS
 from crawlspace.robots.rules import MAX_ROBOTS_BYTES
-from crawlspace.seen import ContentSeen, UrlSet
+from crawlspace.seen import ContentKind, ContentSeen, UrlSet
 from crawlspace.store import PageStore, StoreOptions
 from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of, url_fingerprint
 from crawlspace.urls.filter import Reason, filter_from_config
@@ -64,6 +64,12 @@ def read_seeds(path: Path) -> tuple[list[str], list[SeedProblem]]:
     return seeds, problems
 
 
+def _host_failed(result: FetchResult) -> bool:
+    """A failure that says something about the host rather than the URL: it backs the host off,
+    and repeated ones park it and finally give it up (a 404 or a 500 is the page's problem)."""
+    return result.outcome.is_transient or result.status in (429, 503)
+
+
 def header_values(result: FetchResult, name: str) -> list[str]:
     """Every value of a response header that may repeat (X-Robots-Tag, Link)."""
     lowered = name.lower()
@@ -77,6 +83,7 @@ class CrawlEngine:
         out_dir: str | Path,
         *,
         live_progress: bool | None = None,
+        resume: bool = False,
         policy: OrderingPolicy | None = None,
     ) -> None:
         self.config = config
@@ -88,16 +95,44 @@ class CrawlEngine:
             delay_factor=config.delay_factor,
             max_delay=config.max_delay,
             max_conn_per_host=config.max_conn_per_host,
+            per_ip=config.per_ip,
+            max_conn_per_ip=config.max_conn_per_ip,
+            error_delay=config.error_delay,
+            park_after_errors=config.park_after_errors,
+            park_seconds=config.park_seconds,
+            give_up_after_parks=config.give_up_after_parks,
         )
-        self._back_queues = 3 * config.concurrency
+        self._back_queues = config.back_queues or 3 * config.concurrency
+        self.resolver = Resolver.from_config(config)
+        self._lookups: set[asyncio.Task[None]] = set()
         # the crawl order (config.policy unless given): the frontier's prioritizer, fed page events
         self.policy = policy if policy is not None else make_policy(config)
         self._policy_pages = self.policy.observes_pages
         self._policy_reported = ""  # the last URL whose page the policy saw through _enqueue
-        self.frontier = Frontier(self.politeness, back_queues=self._back_queues, prioritizer=self.policy.prioritizer)
+        # Fresh until resuming lands (checkpoint issue): the URL-seen set starts empty too.
+        self.frontier = Frontier.open(
+            self.out_dir / "frontier",
+            self.politeness,
+            fresh=True,
+            back_queues=self._back_queues,
+            prioritizer=self.policy.prioritizer,
+            front_window=config.frontier_front_window,
+            back_window=config.frontier_back_window,
+            on_activate=self._host_activated,
+        )
         self.robots = RobotsCache(ttl=config.robots_ttl, retry_delay=config.robots_retry_delay)
-        self.urlset = UrlSet()
-        self.content = ContentSeen()
+        seen_dir = self.out_dir / "seen"  # a new crawl starts with empty sets; a resumed one reopens them
+        self.urlset: UrlSet[FrontierEntry] = UrlSet.open(
+            seen_dir / "urls",
+            cache_bytes=config.seen_cache_bytes,
+            buffer_urls=config.seen_buffer_urls,
+            reset=not resume,
+        )
+        self.content = ContentSeen(
+            seen_dir / "content", near_threshold=config.near_duplicate_threshold, reset=not resume
+        )
+        self._low_water = 2 * config.concurrency  # below this many queued URLs the URL buffer is drained
+        self._sitemaps_submitted: set[str] = set()  # sitemap URLs waiting in the URL buffer
         self.normalizer = Normalizer(
             strip_session_ids=config.strip_session_ids,
             strip_tracking=config.strip_tracking_params,
@@ -109,7 +144,6 @@ class CrawlEngine:
         self._robots_fetched_for: dict[str, str] = {}  # origin -> URL whose lease fetched its robots.txt
         self._parked: set[str] = set()  # hosts whose URLs wait for the retry of an unreachable robots.txt
         self._sitemap_files: Counter[str] = Counter()  # sitemap files queued per origin
-        self.resolver = Resolver.from_config(config)
         self.guard = AddressGuard.from_config(config)
         self.retry = RetryPolicy(
             max_retries=config.max_retries, initial_delay=config.retry_delay, statuses=frozenset(config.retry_statuses)
@@ -139,7 +173,10 @@ class CrawlEngine:
                 continue
             self.url_filter.add_seed(url)
             entries.append(FrontierEntry(url))
-        return self._enqueue(entries)
+        before = self.stats.urls_discovered
+        self._enqueue(entries)
+        self._drain_urls()
+        return self.stats.urls_discovered - before
 
     def stop(self, reason: str = "stopped") -> None:
         """Stop taking new URLs; in-flight fetches finish."""
@@ -150,6 +187,8 @@ class CrawlEngine:
 
     async def run(self) -> CrawlStats:
         loop = asyncio.get_running_loop()
+        for host in self.frontier.hosts_awaiting_address():  # activated before the loop ran
+            self._host_activated(host)
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self.stop, "interrupted")
@@ -167,13 +206,24 @@ class CrawlEngine:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
+            self._drain_urls()  # buffered URLs go to the frontier, so that the URL set can close
+            for lookup in self._lookups:  # no DNS for hosts activated at shutdown
+                lookup.cancel()
+            self.urlset.close()
+            self.content.close()
             await self.resolver.close()
             self.store.close()
             self.policy.close()
             self.stats.sections.update(dns=self.resolver.stats(), guard=self.guard.stats(), fetch=fetcher.stats())
+            self.stats.sections["frontier"] = {
+                **self.frontier.stats.to_dict(),
+                "given_up_reasons": dict(self.frontier.given_up_reasons),
+                "parked_hosts": self.frontier.parked_hosts,
+            }
             self.stats.sections["policy"] = self.policy.stats()
             self.stats.finished_at = time.time()
             self.stats.write(self.out_dir / "stats.json")
+            self.frontier.close()  # a checkpoint: what was left to crawl survives the run
         return self.stats
 
     # -- dispatch ----------------------------------------------------------------------------
@@ -185,8 +235,14 @@ class CrawlEngine:
             if self._stopping:
                 break
             await slots.acquire()
+            if self.urlset.pending and len(self.frontier) < self._low_water:
+                self._drain_urls()
             lease = self.frontier.acquire()
             while lease is None and not self._stopping:
+                if self.urlset.pending:  # nothing is ready: the buffered URLs may be
+                    self._drain_urls()
+                    lease = self.frontier.acquire()
+                    continue
                 if self.frontier.in_flight == 0 and (len(self.frontier) == 0 or self._only_robots_waits()):
                     # nothing left that may be fetched: a crawl does not idle only to retry the
                     # robots.txt of unreachable hosts; their URLs stay queued (robots_waiting)
@@ -213,11 +269,12 @@ class CrawlEngine:
     def _only_robots_waits(self) -> bool:
         """Is every queued URL on a host that waits for the retry of an unreachable robots.txt?
 
-        True when every active host is such a host and the front queues are empty (fewer active
-        hosts than back queues, so the frontier would have activated any other queued host).
+        True when the front queues are empty and every host holding a back queue (active, or set
+        aside by the frontier until its retry time) is such a host.
         """
-        active = self.frontier.active_hosts
-        return 0 < active == len(self._parked) < self._back_queues
+        frontier = self.frontier
+        holding = frontier.active_hosts + frontier.parked_hosts
+        return sum(frontier.front_sizes()) == 0 and 0 < holding == len(self._parked)
 
     def _wait_cap(self, timeout: float | None) -> float:
         cap = self.config.progress_interval
@@ -250,10 +307,9 @@ class CrawlEngine:
 
     def _gauges(self) -> dict[str, Any]:
         return {
-            "frontier": len(self.frontier),
-            "in_flight": self.frontier.in_flight,
-            "active_hosts": self.frontier.active_hosts,
+            **self.frontier.gauges(),
             "urls_seen": len(self.urlset),
+            "urls_buffered": self.urlset.pending,
             "robots_cached": len(self.robots),
             "dns_cached": len(self.resolver),
         }
@@ -264,10 +320,11 @@ class CrawlEngine:
         entry = lease.entry
         self._parked.discard(lease.host)
         try:  # usually answered from the cache (prefetched); a dead host fails here, before robots.txt
-            await self.resolver.resolve(hostname_of_authority(lease.host))
+            address = await self.resolver.resolve(hostname_of_authority(lease.host))
         except DNSFailure as exc:
             self._dns_failed(lease, exc)
             return
+        self.frontier.set_host_address(lease.host, address)  # no-op unless it changed or was unknown
         origin = origin_of(entry.url)
         agent = self.config.robots_agent
         now = time.monotonic()
@@ -325,7 +382,36 @@ class CrawlEngine:
                 crawl_delay=rules.crawl_delay(agent),
                 retry_after=decision.delay,
                 contacted=result.outcome not in (Outcome.DNS_ERROR, Outcome.GUARD_REFUSED),
+                error=_host_failed(result),
             )
+
+    def _host_activated(self, host: str) -> None:
+        """The frontier gave `host` a back queue: find its address meanwhile (Mercator's DNS
+        prefetch). With per-IP politeness the frontier hands the host out once it has it."""
+        if self._stopping:
+            return  # URLs drained into the frontier at shutdown are not fetched in this run
+        address = self.resolver.cached(hostname_of_authority(host))
+        if address is not None:
+            self.frontier.set_host_address(host, address)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # seeds added before the loop runs: `run` resolves the waiting hosts
+        task = loop.create_task(self._resolve_host(host))
+        self._lookups.add(task)
+        task.add_done_callback(self._lookups.discard)
+
+    async def _resolve_host(self, host: str) -> None:
+        address: str | None = None  # unresolvable: scheduled alone; its fetch accounts for the failure
+        try:
+            address = await self.resolver.resolve(hostname_of_authority(host))
+        except DNSFailure:
+            pass
+        except Exception as exc:  # never leave a host waiting for an address forever
+            self.stats.errors[f"internal:dns-prefetch:{type(exc).__name__}"] += 1
+        self.frontier.set_host_address(host, address)
+        self._changed.set()
 
     def _dns_failed(self, lease: Lease, failure: DNSFailure) -> None:
         """A temporary failure puts the URL back until the resolver's backoff has passed; a definitive
@@ -369,7 +455,7 @@ class CrawlEngine:
     def _add_sitemaps(self, hrefs: Iterable[str], base: str, depth: int) -> None:
         """Queue sitemap files: in the frontier (polite, robots-checked), not through the URL filter
         (the site owner named them), but through the URL-seen test; at most sitemap_max_files per origin."""
-        entries: list[tuple[int, FrontierEntry]] = []
+        entries: list[FrontierEntry] = []
         for href in hrefs:
             try:
                 url = normalize(join(base, href))
@@ -381,11 +467,9 @@ class CrawlEngine:
                 self.stats.filtered["sitemap-limit"] += 1
                 continue
             self._sitemap_files[origin] += 1
-            entries.append((url_fingerprint(url), FrontierEntry(url, depth)))
-        for entry in self.urlset.filter_new(entries):
-            self._sitemaps.add(entry.url)
-            self.frontier.add(entry)
-            self._changed.set()
+            entries.append(FrontierEntry(url, depth))
+            self._sitemaps_submitted.add(url)
+        self._submit(entries)
 
     def _record_sitemap(self, result: FetchResult, entry: FrontierEntry) -> None:
         """Account and store a sitemap fetch, queue what it lists."""
@@ -444,10 +528,10 @@ class CrawlEngine:
             return
         body = result.content(self.config.max_body_bytes)
         fingerprint = content_fingerprint(body)
-        original = self.content.check(fingerprint, result.url)
-        if original is not None:
+        verdict = self.content.check(result.url, fingerprint, result.started)
+        if verdict.kind is ContentKind.EXACT:  # seen at another URL: a revisit record, links not extracted
             stats.duplicate_content += 1
-            self.store.record_duplicate(result, original, fingerprint=fingerprint, depth=entry.depth)
+            self.store.record_duplicate(result, str(verdict.of_url), fingerprint=fingerprint, depth=entry.depth)
             return
         page = parse_html(
             body,
@@ -458,7 +542,14 @@ class CrawlEngine:
             link_headers=header_values(result, "link"),
             max_links=self.config.max_links_per_page,
         )
-        self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
+        if verdict.kind is ContentKind.UNCHANGED:  # this URL's own last body: a revisit, links followed
+            self.store.record_duplicate(result, result.url, fingerprint=fingerprint, depth=entry.depth)
+        else:
+            verdict = self.content.check_near(result.url, page.text)
+            if verdict.kind is ContentKind.NEAR:  # the relation is kept in DIR/seen/content
+                stats.near_duplicate_content += 1
+            if verdict.kind is not ContentKind.NEAR or self.config.store_near_duplicates:
+                self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
         stats.links_extracted += len(page.links)
         stats.links_dropped += page.dropped_links
         follow_all = self.config.follow_nofollow
@@ -518,40 +609,59 @@ class CrawlEngine:
         source: str | None = None,
         anchors: list[str] | None = None,
         content: PageContent | None = None,
-    ) -> int:
-        accepted: list[tuple[int, FrontierEntry]] = []
+    ) -> None:
+        """Entries the URL filter accepts go to the URL set's buffer; new ones reach the frontier at a drain.
+        With `source`, the ordering policy sees them first as the page's out-links."""
+        accepted: list[FrontierEntry] = []
         outlinks: list[Outlink] = []
+        observe = source is not None and self._policy_pages
         for index, entry in enumerate(entries):
             reason = self.url_filter.rejection(entry)
             if reason is not None:
                 self.stats.filtered[reason] += 1
                 continue
-            accepted.append((url_fingerprint(entry.url), entry))
-            if source is not None and self._policy_pages:
+            accepted.append(entry)
+            if observe:
                 outlinks.append(Outlink(entry.url, anchors[index] if anchors is not None else ""))
-        if source is not None and self._policy_pages:
-            # before the URL-seen test: links to known URLs are in-links too; before the new URLs
-            # enter the frontier: their first level already counts this page
+        if observe and source is not None:
+            # before the URL-seen test: links to known URLs are in-links too; the new URLs get
+            # their first level when a drain adds them, from what the policy gathered meanwhile
             self.policy.page_done(source, outlinks, content)
             self._policy_reported = source
-        new = added = 0
-        for entry in self.urlset.filter_new(accepted):
-            new += 1
+            self._requeue()
+        self._submit(accepted)
+
+    def _submit(self, entries: list[FrontierEntry]) -> None:
+        buffered = self.urlset.submit_many([url_fingerprint(entry.url) for entry in entries], entries)
+        self.stats.duplicate_urls += len(entries) - buffered  # known to the URL set's cache
+        if self.urlset.full:
+            self._drain_urls()
+
+    def _drain_urls(self) -> int:
+        """Check the buffered URLs in one batch; the new ones go to the frontier in arrival order."""
+        pending = self.urlset.pending
+        if not pending:
+            return 0
+        new = self.urlset.drain()
+        sitemaps, self._sitemaps_submitted = self._sitemaps_submitted, set()
+        added = 0
+        for entry in new:
+            if entry.url in sitemaps:  # named by the site owner: not through the admission filter
+                self._sitemaps.add(entry.url)
+                self.frontier.add(entry)
+                continue
             reason = self.url_filter.admission(entry, host_of(entry.url))
             if reason is not None:
                 self.stats.filtered[reason] += 1
                 continue
-            self.frontier.add(entry)
-            # Resolve ahead so the fetch finds the address cached. Until the frontier reports hosts
-            # entering a back queue, every newly queued URL's host is prefetched (a no-op when the
-            # answer is cached or on its way).
-            self.resolver.prefetch(host_of(entry.url))
+            self.frontier.add(entry)  # its host's address is looked up when it gets a back queue
             added += 1
-        if source is not None and self._policy_pages:
+        if self._policy_pages:  # every URL submitted so far is placed or known: the policy forgets its notes
+            self.policy.settled()
             self._requeue()
         self.stats.urls_discovered += added
-        self.stats.duplicate_urls += len(accepted) - new
-        if added:
+        self.stats.duplicate_urls += pending - len(new)
+        if new:
             self._changed.set()
         return added
 

@@ -37,6 +37,7 @@ class CrawlStats:
     sitemap_urls: int = 0
     duplicate_urls: int = 0
     duplicate_content: int = 0
+    near_duplicate_content: int = 0
     links_extracted: int = 0
     links_dropped: int = 0  # beyond max_links_per_page
     nofollow_links: int = 0
@@ -71,6 +72,7 @@ class CrawlStats:
             "sitemap_urls": self.sitemap_urls,
             "duplicate_urls": self.duplicate_urls,
             "duplicate_content": self.duplicate_content,
+            "near_duplicate_content": self.near_duplicate_content,
             "links_extracted": self.links_extracted,
             "links_dropped": self.links_dropped,
             "nofollow_links": self.nofollow_links,

@@ -29,4 +29,4 @@ class BacklinkCount(ScoredPolicy):
             if record is not None:
                 self._set_score(record, record.score + 1.0)
             else:
-                fresh[target] = 1.0  # a new URL (or a finished one: then it is never asked for)
+                fresh[target] = fresh.get(target, 0.0) + 1.0  # new (or known: never asked for)

@@ -62,8 +62,10 @@ class OrderingPolicy(Protocol):
 
     The engine gives `prioritizer` to the frontier. When a fetch ends for good (a page parsed, an
     error, a robots.txt exclusion, a redirect) it calls `page_done` with the URL's outlinks that
-    passed the URL filter, before the new ones are added to the frontier, so that their first level
-    already reflects this page; then it adds every entry of `requeue()` back into the frontier.
+    passed the URL filter, before they go through the URL-seen test, and adds every entry of
+    `requeue()` back into the frontier. New URLs reach the frontier (and `priority`) later, when
+    the URL-seen buffer is drained; their first level reflects every page that linked them until
+    then, and after the drain the engine calls `settled()`.
     Policies change only the order of the crawl: never which URLs are fetched, nor when a host may
     be contacted.
     """
@@ -82,6 +84,11 @@ class OrderingPolicy(Protocol):
 
     def requeue(self) -> list[FrontierEntry]:
         """Entries to add to the frontier again, at a more urgent level than they were given."""
+        ...
+
+    def settled(self) -> None:
+        """Every out-link reported so far is in the frontier now, or was known: notes kept for
+        URLs on their way through the URL-seen test can go (the engine calls it after a drain)."""
         ...
 
     def stats(self) -> dict[str, Any]: ...
@@ -151,7 +158,7 @@ class ScoredPolicy:
 
     Subclasses set `name`, build a `LogScale`, and implement `_observe` (what a finished page does
     to the scores); new URLs get `_initial_score`, by default what `_fresh` collected for them
-    while the current page was observed.
+    from the pages observed since they were first linked (notes kept until `settled`).
     """
 
     name = "scored"
@@ -159,7 +166,7 @@ class ScoredPolicy:
     def __init__(self, scale: LogScale) -> None:
         self.scale = scale
         self._pending: dict[str, Pending] = {}
-        self._fresh: dict[str, float] = {}  # scores from the page being observed, for URLs not pending
+        self._fresh: dict[str, float] = {}  # scores of linked URLs not pending (yet): new ones or known ones
         self._promoted: list[FrontierEntry] = []
         self._requeued = 0
         self._superseded = 0
@@ -214,7 +221,6 @@ class ScoredPolicy:
     # -- the engine's side ---------------------------------------------------------------------
 
     def page_done(self, url: str, outlinks: Sequence[Outlink], content: PageContent | None) -> None:
-        self._fresh.clear()
         self._observe(url, outlinks, content)
         record = self._pending.get(url)
         if record is not None:
@@ -226,6 +232,9 @@ class ScoredPolicy:
         self._requeued += len(promoted)
         return promoted
 
+    def settled(self) -> None:
+        self._fresh.clear()
+
     def stats(self) -> dict[str, Any]:
         return {
             "policy": self.name,
@@ -236,6 +245,7 @@ class ScoredPolicy:
             "done": self._done,
             "requeued": self._requeued,
             "superseded": self._superseded,
+            "notes": len(self._fresh),
         }
 
     def close(self) -> None:
@@ -244,7 +254,7 @@ class ScoredPolicy:
     # -- for subclasses -----------------------------------------------------------------------
 
     def _initial_score(self, entry: FrontierEntry) -> float:
-        return self._fresh.get(entry.url, 0.0)
+        return self._fresh.pop(entry.url, 0.0)
 
     def _level_of(self, score: float) -> int:
         return self.scale.level(score)

@@ -64,11 +64,13 @@ class EvaluationSetup:
     back_queues: int | None = 2  # None: the engine's default (3 x concurrency)
     min_delay: float = 0.0
     delay_factor: float = 2.0
+    error_delay: float = 0.1
     max_seconds: float = 600.0
     policy_levels: int = 16
     pagerank_interval: int = 50
     topic: tuple[str, ...] = ()  # empty: chosen from the web's vocabulary (topic_for)
     relevance_threshold: float = 0.08
+    seen_buffer_urls: int = 32
 
     def crawl_config(self, policy: str, hosts_file: Path, topic: Sequence[str]) -> CrawlConfig:
         values: dict[str, Any] = {
@@ -80,16 +82,21 @@ class EvaluationSetup:
             "concurrency": self.concurrency,
             "min_delay": self.min_delay,
             "delay_factor": self.delay_factor,
+            "error_delay": self.error_delay,  # a 503 would otherwise hold its host (and the crawl's end) 5 s
             "max_seconds": self.max_seconds,
             "progress_interval": 5.0,
             "store_sync": False,
-            # a host whose robots.txt answers 5xx is disallowed at once (as the ground truth has it)
-            # rather than waited for: waiting hosts would hold some of the few back queues
+            # a host whose robots.txt answers 5xx is disallowed at once, as the ground truth has it,
+            # rather than retried later: the evaluation is about order, not about robots.txt retries
             "robots_max_retries": 0,
+            # new URLs reach the front queues soon after they are found, not in a few large batches:
+            # in a crawl of millions the default buffer is a small share of the frontier, here it
+            # would hold most of the web and turn every policy into a crawl by generations
+            "seen_buffer_urls": self.seen_buffer_urls,
             "focused_keywords": list(topic),
             "focused_threshold": self.relevance_threshold,
         }
-        if self.back_queues is not None and "back_queues" in CrawlConfig.__struct_fields__:
+        if self.back_queues is not None:
             values["back_queues"] = self.back_queues
         return CrawlConfig.from_mapping(values, source="evaluation")
 

@@ -136,7 +136,8 @@ class FocusedCrawl(ScoredPolicy):
             score = alpha * anchor_score + inherited
             record = pending.get(target)
             if record is None:
-                fresh[target] = score
+                if score > fresh.get(target, -1.0):
+                    fresh[target] = score
             elif score > record.score:
                 self._set_score(record, score)
 

@@ -33,7 +33,7 @@ class OnlineImportance(ScoredPolicy):
         self._virtual_cash = 0.0  # of pages without out-links
 
     def _initial_score(self, entry: FrontierEntry) -> float:
-        cash = self._fresh.get(entry.url)
+        cash = self._fresh.pop(entry.url, None)
         if cash is None:  # a seed (or a URL nobody linked): new cash enters the system
             self._total_cash += self._seed_cash
             return self._seed_cash
@@ -74,7 +74,7 @@ class OnlineImportance(ScoredPolicy):
         for target in targets:
             other = pending.get(target)
             if other is None:
-                fresh[target] = share  # a new URL's first cash (a finished URL's goes to history)
+                fresh[target] = fresh.get(target, 0.0) + share  # new; a known URL's goes to history
             elif other.admitted:
                 other.score += share  # passed on when it is fetched
             else:

@@ -32,6 +32,9 @@ class _Stateless:
     def requeue(self) -> list[FrontierEntry]:
         return []
 
+    def settled(self) -> None:
+        return None
+
     def stats(self) -> dict[str, Any]:
         return {"policy": self.name, "levels": self.prioritizer.levels}
 

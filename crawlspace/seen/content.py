@@ -1,16 +1,322 @@
-"""Content seen: exact duplicates by a 64-bit fingerprint of the body (near-duplicates: issue 6)."""
+"""Content seen: exact duplicates by a 64-bit body fingerprint, near-duplicates by MinHash-LSH.
+
+Who fills it: the engine, once per fetched page. `check` first (before parsing) with the
+body's xxh3 fingerprint: a body already seen at another URL is an EXACT duplicate (the engine
+writes a WARC revisit record and does not extract its links); the same URL fetched again with
+the same body is UNCHANGED (a revisit too, but its links are followed: see crash safety). For
+new content the engine parses the page and calls `check_near` with its text: word shingles
+(IIR ch. 19.6, `shingles.py`) give a MinHash signature; LSH bands find candidates and the
+whole signature estimates their Jaccard similarity; at or above the threshold (0.9 by
+default) the page is a NEAR duplicate of the best candidate. Only original pages are indexed,
+so a cluster's id is its first page. Whether near-duplicates are still stored is the engine's
+choice (config `store_near_duplicates`); the relation is recorded here either way
+(`verdict_of(url)`).
+
+Each URL's record keeps its content fingerprint (IIR §20.2.1): when a page is fetched again
+with another body, its outdated fingerprint (and its LSH entries) are deleted, so that the
+old content at another URL is no longer called a duplicate of a page that no longer has it.
+
+Storage: LMDB (point lookups, the access pattern here: a few dozen per page; DESIGN.md §6),
+in DIR with four tables: fp (content fingerprint -> first URL and time), url (URL fingerprint
+-> content fingerprint, verdict, signature, URL), band (LSH band key -> URL fingerprints, a
+dupsort table) and meta (shingling parameters: signatures made with others cannot be compared,
+so reopening with others is an error). Memory is LMDB's memory map (page cache, reclaimable),
+not Python objects: it does not grow with the pages seen.
+
+Crash safety: one write transaction at a time, committed (and fsynced by LMDB) by
+`checkpoint()` and, to bound its dirty pages, every `commit_every` pages. After a crash the set
+is therefore at or after the last checkpoint, never before: a page processed after the
+checkpoint may already be known when it is fetched again after recovery. That is harmless:
+the same URL with the same body is UNCHANGED (its links are followed again, so links lost with
+the frontier's rollback are found again), and a copy at another URL is a duplicate of a page
+that is itself fetched again.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import math
+import shutil
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lmdb
+import numpy as np
+
+from crawlspace.seen.shingles import Shingler, SigArray, band_keys, choose_bands, similarity
+from crawlspace.seen.sortedruns import SeenStateError
+from crawlspace.urls.fingerprint import url_fingerprint
+
+MAP_SIZE = 1 << 40
+"""Address space reserved for the LMDB map (the file grows only as it fills)."""
+SCHEMA = b"crawlspace-content-seen/1"
+
+_FP_RECORD = struct.Struct("<Qd")  # first URL's fingerprint, its fetch time; then the URL
+_URL_RECORD = struct.Struct("<QdBfQH")  # content fp, fetch time, kind, similarity, of-URL fp, signature bytes
+
+
+class ContentKind(enum.IntEnum):
+    NEW = 0
+    EXACT = 1
+    NEAR = 2
+    UNCHANGED = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ContentVerdict:
+    """What a page's content is: NEW, an EXACT or NEAR duplicate of another URL's, or UNCHANGED."""
+
+    kind: ContentKind
+    of_url: str | None = None
+    of_time: float | None = None
+    similarity: float = 0.0
+
+    @property
+    def is_duplicate(self) -> bool:
+        """A duplicate of another URL's content (not the page's own earlier fetch)."""
+        return self.kind in (ContentKind.EXACT, ContentKind.NEAR)
+
+
+NEW = ContentVerdict(ContentKind.NEW)
+
+
+@dataclass(frozen=True, slots=True)
+class _UrlRecord:
+    content_fp: int
+    fetched_at: float
+    kind: ContentKind
+    similarity: float
+    of_url_fp: int
+    signature: bytes
+    url: str
+
+    def pack(self) -> bytes:
+        head = _URL_RECORD.pack(
+            self.content_fp, self.fetched_at, self.kind, self.similarity, self.of_url_fp, len(self.signature)
+        )
+        return head + self.signature + self.url.encode("utf-8", "surrogatepass")
+
+    @classmethod
+    def unpack(cls, data: bytes) -> _UrlRecord:
+        content_fp, fetched_at, kind, sim, of_url_fp, sig_len = _URL_RECORD.unpack_from(data)
+        start = _URL_RECORD.size
+        signature = bytes(data[start : start + sig_len])
+        url = bytes(data[start + sig_len :]).decode("utf-8", "surrogatepass")
+        return cls(content_fp, fetched_at, ContentKind(kind), sim, of_url_fp, signature, url)
+
+
+def _key(value: int) -> bytes:
+    return value.to_bytes(8, "big")
+
 
 class ContentSeen:
-    def __init__(self) -> None:
-        self._first_url: dict[int, str] = {}
+    """Exact and near-duplicate content detection, persisted in LMDB under a directory."""
 
-    def check(self, fingerprint: int, url: str) -> str | None:
-        """The URL where this content was first seen, or None if it is new (then it is recorded)."""
-        first = self._first_url.setdefault(fingerprint, url)
-        return None if first == url else first
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        near_threshold: float = 0.9,
+        shingle_words: int = 4,
+        num_perm: int = 128,
+        commit_every: int = 10_000,
+        reset: bool = False,
+    ) -> None:
+        if not 0.0 < near_threshold <= 1.0:
+            raise ValueError("near_threshold must be in (0, 1]")
+        self.directory = Path(directory)
+        if reset and self.directory.exists():
+            shutil.rmtree(self.directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.near_threshold = near_threshold
+        self.shingler = Shingler(shingle_words=shingle_words, num_perm=num_perm)
+        self.bands, self.rows = choose_bands(num_perm, near_threshold)
+        self.commit_every = commit_every
+        try:
+            self._env = lmdb.open(str(self.directory), map_size=MAP_SIZE, max_dbs=4, subdir=True, lock=True)
+        except lmdb.Error as exc:
+            raise SeenStateError(f"{self.directory}: cannot open the content set ({exc})") from exc
+        self._fp_db = self._env.open_db(b"fp")
+        self._url_db = self._env.open_db(b"url")
+        self._band_db = self._env.open_db(b"band", dupsort=True, dupfixed=True)
+        self._meta_db = self._env.open_db(b"meta")
+        self._txn: Any = self._env.begin(write=True)
+        self._uncommitted = 0
+        self._check_parameters(shingle_words, num_perm)
+
+    def __repr__(self) -> str:
+        return f"ContentSeen({str(self.directory)!r}, {len(self)} pages, threshold={self.near_threshold})"
+
+    def _check_parameters(self, shingle_words: int, num_perm: int) -> None:
+        wanted = b"%s k=%d perm=%d" % (SCHEMA, shingle_words, num_perm)
+        stored = self._txn.get(b"parameters", db=self._meta_db)
+        if stored is None:
+            self._txn.put(b"parameters", wanted, db=self._meta_db)
+        elif bytes(stored) != wanted:
+            self._txn.abort()
+            self._env.close()
+            raise SeenStateError(
+                f"{self.directory}: content set made with {bytes(stored).decode()!r}, asked for {wanted.decode()!r}"
+                " (signatures would not compare; reset it or keep the old parameters)"
+            )
 
     def __len__(self) -> int:
-        return len(self._first_url)
+        """URLs with a recorded content fingerprint."""
+        return int(self._txn.stat(self._url_db)["entries"])
+
+    # -- checks ----------------------------------------------------------------------------------------
+
+    def check(self, url: str, body_fingerprint: int, fetched_at: float) -> ContentVerdict:
+        """Exact test of a fetched body; records it. NEW content should go on to `check_near`."""
+        txn = self._txn
+        url_fp = url_fingerprint(url)
+        url_key = _key(url_fp)
+        previous = txn.get(url_key, db=self._url_db)
+        if previous is not None:
+            record = _UrlRecord.unpack(previous)
+            if record.content_fp == body_fingerprint:
+                return ContentVerdict(ContentKind.UNCHANGED, url, record.fetched_at, 1.0)
+            self._forget(url_fp, record)
+        fp_key = _key(body_fingerprint)
+        first = txn.get(fp_key, db=self._fp_db)
+        self._changed()
+        if first is not None:
+            first_url_fp, first_time = _FP_RECORD.unpack_from(first)
+            first_url = bytes(first[_FP_RECORD.size :]).decode("utf-8", "surrogatepass")
+            record = _UrlRecord(body_fingerprint, fetched_at, ContentKind.EXACT, 1.0, first_url_fp, b"", url)
+            txn.put(url_key, record.pack(), db=self._url_db)
+            return ContentVerdict(ContentKind.EXACT, first_url, first_time, 1.0)
+        txn.put(fp_key, _FP_RECORD.pack(url_fp, fetched_at) + url.encode("utf-8", "surrogatepass"), db=self._fp_db)
+        record = _UrlRecord(body_fingerprint, fetched_at, ContentKind.NEW, 0.0, 0, b"", url)
+        txn.put(url_key, record.pack(), db=self._url_db)
+        return NEW
+
+    def check_near(self, url: str, text: str) -> ContentVerdict:
+        """Near-duplicate test of a page `check` found NEW; records the verdict or indexes the page."""
+        url_fp = url_fingerprint(url)
+        url_key = _key(url_fp)
+        stored = self._txn.get(url_key, db=self._url_db)
+        if stored is None:
+            raise KeyError(f"check_near({url!r}) before check(): the page has no content record")
+        record = _UrlRecord.unpack(stored)
+        if record.kind != ContentKind.NEW or record.signature:
+            raise ValueError(f"check_near({url!r}): the page is {record.kind.name}, not new and unindexed")
+        signature = self.shingler.signature(text)
+        if signature is None:
+            return NEW
+        keys = band_keys(signature, self.rows)
+        best_fp, best_similarity = self._best_candidate(url_fp, signature, keys)
+        txn = self._txn
+        if best_fp is not None and best_similarity >= self.near_threshold:
+            original = _UrlRecord.unpack(txn.get(_key(best_fp), db=self._url_db))
+            txn.put(
+                url_key,
+                dataclasses.replace(
+                    record, kind=ContentKind.NEAR, similarity=best_similarity, of_url_fp=best_fp
+                ).pack(),
+                db=self._url_db,
+            )
+            return ContentVerdict(ContentKind.NEAR, original.url, original.fetched_at, best_similarity)
+        for band, key in enumerate(keys.tolist()):
+            txn.put(bytes([band]) + _key(key), url_key, db=self._band_db, dupdata=True)
+        txn.put(url_key, dataclasses.replace(record, signature=signature.tobytes()).pack(), db=self._url_db)
+        return NEW
+
+    def _best_candidate(self, url_fp: int, signature: SigArray, keys: np.ndarray[Any, Any]) -> tuple[int | None, float]:
+        candidates: set[bytes] = set()
+        with self._txn.cursor(db=self._band_db) as cursor:
+            for band, key in enumerate(keys.tolist()):
+                if cursor.set_key(bytes([band]) + _key(key)):
+                    candidates.update(bytes(value) for value in cursor.iternext_dup())
+        candidates.discard(_key(url_fp))
+        best_fp: int | None = None
+        best = -math.inf
+        for candidate in candidates:
+            stored = self._txn.get(candidate, db=self._url_db)
+            if stored is None:
+                continue
+            other = _UrlRecord.unpack(stored)
+            if not other.signature:
+                continue
+            score = similarity(signature, np.frombuffer(other.signature, np.uint16))
+            if score > best:
+                best_fp, best = int.from_bytes(candidate, "big"), score
+        return best_fp, best
+
+    def _forget(self, url_fp: int, record: _UrlRecord) -> None:
+        """Delete a refreshed page's outdated fingerprint, LSH entries and record."""
+        txn = self._txn
+        fp_key = _key(record.content_fp)
+        first = txn.get(fp_key, db=self._fp_db)
+        if first is not None and _FP_RECORD.unpack_from(first)[0] == url_fp:
+            txn.delete(fp_key, db=self._fp_db)
+        if record.signature:
+            keys = band_keys(np.frombuffer(record.signature, np.uint16), self.rows)
+            for band, key in enumerate(keys.tolist()):
+                txn.delete(bytes([band]) + _key(key), _key(url_fp), db=self._band_db)
+        txn.delete(_key(url_fp), db=self._url_db)
+
+    # -- queries -----------------------------------------------------------------------------------------
+
+    def verdict_of(self, url: str) -> ContentVerdict | None:
+        """The recorded verdict of a URL's last fetch (the duplicate-of relation), None if never seen."""
+        stored = self._txn.get(_key(url_fingerprint(url)), db=self._url_db)
+        if stored is None:
+            return None
+        record = _UrlRecord.unpack(stored)
+        if record.kind in (ContentKind.NEW, ContentKind.UNCHANGED):
+            return ContentVerdict(ContentKind.NEW)
+        original = self._txn.get(_key(record.of_url_fp), db=self._url_db)
+        of_url: str | None = None
+        of_time: float | None = None
+        if original is not None:
+            of = _UrlRecord.unpack(original)
+            of_url, of_time = of.url, of.fetched_at
+        elif record.kind == ContentKind.EXACT:
+            first = self._txn.get(_key(record.content_fp), db=self._fp_db)
+            if first is not None:
+                of_time = _FP_RECORD.unpack_from(first)[1]
+                of_url = bytes(first[_FP_RECORD.size :]).decode("utf-8", "surrogatepass")
+        return ContentVerdict(record.kind, of_url, of_time, record.similarity)
+
+    def fingerprint_of(self, url: str) -> int | None:
+        stored = self._txn.get(_key(url_fingerprint(url)), db=self._url_db)
+        return None if stored is None else _UrlRecord.unpack(stored).content_fp
+
+    # -- durability ---------------------------------------------------------------------------------------
+
+    def _changed(self) -> None:
+        self._uncommitted += 1
+        if self._uncommitted >= self.commit_every:
+            self._commit()
+
+    def _commit(self) -> None:
+        self._txn.commit()
+        self._txn = self._env.begin(write=True)
+        self._uncommitted = 0
+
+    def checkpoint(self) -> None:
+        """Commit and flush: after a crash the set reopens at least as it is now."""
+        self._commit()
+        self._env.sync(True)
+
+    def close(self) -> None:
+        if self._txn is None:
+            return
+        self._txn.commit()
+        self._env.sync(True)
+        self._txn = None
+        self._env.close()
+
+    def abandon(self) -> None:
+        """Drop uncommitted work and close, as a crash would (for tests and error paths)."""
+        if self._txn is not None:
+            self._txn.abort()
+            self._txn = None
+            self._env.close()
+
+    def disk_bytes(self) -> int:
+        return sum(path.stat().st_size for path in self.directory.iterdir() if path.is_file())

@@ -103,6 +103,7 @@ def crawl(
             if link.url not in seen:
                 seen.add(link.url)
                 front.add(FrontierEntry(link.url, entry.depth + 1))
+        policy.settled()
         for again in policy.requeue():
             front.add(again)
     return order

@@ -1,0 +1,94 @@
+"""Shingling and one-permutation MinHash: stable, tokenization-insensitive, and estimating Jaccard."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from crawlspace.seen.shingles import Shingler, band_keys, choose_bands, similarity
+
+WORDS = [f"v{index}q" for index in range(5000)]
+
+
+def document(rng: random.Random, words: int) -> list[str]:
+    return [rng.choice(WORDS) for _ in range(words)]
+
+
+def true_jaccard(shingler: Shingler, left: str, right: str) -> float:
+    a, b = set(shingler.shingle_hashes(left).tolist()), set(shingler.shingle_hashes(right).tolist())
+    return len(a & b) / len(a | b)
+
+
+def test_words_fold_case_and_ignore_punctuation_and_spacing() -> None:
+    shingler = Shingler()
+    base = shingler.signature("The quick brown fox jumps over the lazy dog")
+    assert base is not None
+    variants = ("the QUICK brown, fox -- jumps over the lazy dog!", "  The\tquick\nbrown fox jumps over the lazy dog ")
+    for variant in variants:
+        other = shingler.signature(variant)
+        assert other is not None and (other == base).all()
+    different = shingler.signature("The quick brown cat jumps over the lazy dog")
+    assert different is not None and not (different == base).all()
+
+
+def test_word_hashes_are_those_of_the_words_not_their_positions() -> None:
+    shingler = Shingler(shingle_words=1)
+    hashes = shingler.word_hashes("alpha beta alpha gamma beta")
+    assert hashes.size == 5
+    assert hashes[0] == hashes[2] and hashes[1] == hashes[4] and len(set(hashes.tolist())) == 3
+    assert shingler.word_hashes("ÉTÉ été").size == 2  # non-ASCII bytes are word characters
+
+
+def test_signatures_are_stable_across_instances_and_long_documents() -> None:
+    rng = random.Random(1)
+    text = " ".join(document(rng, 60_000))  # beyond the precomputed power table
+    first, second = Shingler().signature(text), Shingler().signature(text)
+    assert first is not None and second is not None and (first == second).all()
+
+
+@pytest.mark.parametrize("words", [12, 40, 200, 3000])
+def test_similarity_estimates_jaccard(words: int) -> None:
+    """Within 4 standard errors of the true Jaccard similarity, short documents (densified bins) included."""
+    shingler = Shingler()
+    rng = random.Random(words)
+    errors = []
+    for _ in range(30):
+        base = document(rng, words)
+        other = list(base)
+        for position in rng.sample(range(words), rng.randint(0, words // 3)):
+            other[position] = rng.choice(WORDS)
+        left, right = " ".join(base), " ".join(other)
+        sig_left, sig_right = shingler.signature(left), shingler.signature(right)
+        assert sig_left is not None and sig_right is not None
+        truth = true_jaccard(shingler, left, right)
+        bound = 4 * max(np.sqrt(truth * (1 - truth) / shingler.num_perm), 0.02)
+        errors.append(abs(similarity(sig_left, sig_right) - truth) <= bound + (0.1 if words < 50 else 0.0))
+    assert sum(errors) >= 29
+
+
+def test_lsh_bands_make_close_pairs_candidates() -> None:
+    bands, rows = choose_bands(128, 0.9)
+    assert bands * rows <= 128 and 1 - (1 - 0.9**rows) ** bands >= 0.999
+    assert choose_bands(128, 0.5)[1] < rows  # a lower threshold needs shorter bands
+    shingler = Shingler()
+    rng = random.Random(2)
+    base = document(rng, 800)
+    near = list(base)
+    for position in rng.sample(range(800), 5):
+        near[position] = "changed"
+    sig_a, sig_b = shingler.signature(" ".join(base)), shingler.signature(" ".join(near))
+    sig_c = shingler.signature(" ".join(document(rng, 800)))
+    assert sig_a is not None and sig_b is not None and sig_c is not None
+    keys_a, keys_b, keys_c = band_keys(sig_a, rows), band_keys(sig_b, rows), band_keys(sig_c, rows)
+    assert keys_a.size == bands
+    assert (keys_a == keys_b).any()
+    assert not (keys_a == keys_c).any()
+
+
+def test_invalid_parameters() -> None:
+    with pytest.raises(ValueError, match="power of two"):
+        Shingler(num_perm=100)
+    with pytest.raises(ValueError, match="shingle_words"):
+        Shingler(shingle_words=0)
