@@ -352,18 +352,33 @@ def plot(evaluation: Evaluation, out: Path) -> None:
     figure.savefig(out / "pagerank.png", dpi=110)
     if not any(run.harvest for run in evaluation.runs):
         return
-    figure = Figure(figsize=(7, 5), layout="constrained")
-    axes = figure.subplots()
+    relevant = evaluation.relevant_pages
+    start = min(50, total - 1)  # the rate over the first pages is all noise
+    figure = Figure(figsize=(13, 5.5), layout="constrained")
+    rate_axes, found_axes = figure.subplots(1, 2)
     for run in evaluation.runs:
+        if not run.harvest:
+            continue
+        width = 2.0 if run.policy == "focused" else 1.0
         pages = np.arange(1, len(run.harvest) + 1)
-        axes.plot(pages, run.harvest, label=run.policy, linewidth=2.0 if run.policy == "focused" else 1.0)
-    axes.axhline(evaluation.relevant_pages / total, color="0.6", linestyle=":", label="share of relevant pages")
-    axes.set_xlabel("pages crawled")
-    axes.set_ylabel("harvest rate (relevant / crawled, cumulative)")
-    axes.set_title(
-        f"Harvest rate: topic of {len(evaluation.topic)} keywords, {evaluation.relevant_pages} relevant pages"
+        found = np.asarray(run.harvest) * pages  # relevant pages so far
+        rate_axes.plot(pages[start:], run.harvest[start:], label=run.policy, linewidth=width)
+        found_axes.plot(pages / total, found / max(relevant, 1), label=run.policy, linewidth=width)
+    rate_axes.axhline(relevant / total, color="0.6", linestyle=":", label="share of relevant pages")
+    found_axes.plot([0, 1], [0, 1], color="0.6", linestyle=":", label="expected of a topic-blind order")
+    rate_axes.set_xlabel("pages crawled")
+    rate_axes.set_ylabel("harvest rate (relevant pages / pages crawled)")
+    rate_axes.set_title(f"Harvest rate (from page {start + 1} on)")
+    found_axes.set_xlabel(f"fraction of pages crawled (of {total})")
+    found_axes.set_ylabel(f"fraction of the {relevant} relevant pages crawled")
+    found_axes.set_title("Relevant pages found")
+    found_axes.set_xlim(0, 1)
+    found_axes.set_ylim(0, 1.01)
+    for axes in (rate_axes, found_axes):
+        axes.grid(True, alpha=0.3)
+        axes.legend(loc="upper right" if axes is rate_axes else "lower right", fontsize="small")
+    figure.suptitle(
+        f"Focused crawling: topic of {len(evaluation.topic)} keywords, relevance >= "
+        f"{evaluation.setup.relevance_threshold} ({relevant} of {total} pages relevant)"
     )
-    axes.set_ylim(0, 1)
-    axes.grid(True, alpha=0.3)
-    axes.legend(loc="upper right", fontsize="small")
     figure.savefig(out / "harvest.png", dpi=110)
