@@ -1,6 +1,6 @@
 """Costs of the ordering policies: memory per pending URL, CPU per page, and partial PageRank's stalls.
 
-Run: .venv/bin/python bench/policies/bench_policies.py [--pages 50000 --links 10 --hosts 2000]
+Run: .venv/bin/python bench/policies/bench_policies.py [--pages 50000 --links 10 --hosts 2000 --stall-pages 200000]
 
 A synthetic crawl (power-law in-links, hosts of heavy-tailed size) is driven through a minimal
 strict-priority front exactly as the engine drives the frontier: page_done with every out-link,
@@ -182,11 +182,14 @@ def main() -> None:
     parser.add_argument("--links", type=int, default=10)
     parser.add_argument("--hosts", type=int, default=2_000)
     parser.add_argument("--pending", type=int, default=100_000, help="URLs placed for the memory figure")
+    parser.add_argument("--stall-pages", type=int, default=200_000, help="pages of the PageRank stall figure")
     args = parser.parse_args()
     memory_per_pending(args.pending)
     urls, out = synthetic_web(args.pages, args.links, args.hosts)
     cpu_per_page(urls, out)
-    pagerank_stalls(urls, out)
+    for pages in sorted({args.pages, args.stall_pages}):
+        print(f"\n{pages:,} pages:", end="")
+        pagerank_stalls(*synthetic_web(pages, args.links, args.hosts * pages // args.pages))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ frontier asks it for a URL's level when the URL enters (0 the most urgent) and, 
 whose scores change later, asks it to `admit` each URL it draws from a front queue. The engine
 feeds it the crawl's events: after every fetch that ended for good, `page_done` with the page's
 filtered out-links (also those to URLs already seen: an in-link is an in-link) and its text; then
-it adds back into the frontier what `requeue` returns, the URLs whose level rose.
+it adds back into the frontier what `requeue` returns, the URLs whose level rose. New URLs wait
+in the URL-seen buffer before they enter the frontier; what the policy learnt about them meanwhile
+sets their first level, and after each drain of the buffer the engine calls `settled`.
 
 Invariants. A policy changes only the order: the set of URLs fetched, robots.txt compliance and
 every politeness rule are the frontier's and the engine's alone, whatever the policy answers.

@@ -145,7 +145,7 @@ def _compute(
     target_array = np.concatenate(targets)
     rank, iterations = pagerank(source_array, target_array, nodes, start, damping, tolerance, max_iterations)
     new_levels = scale.levels_of(rank * nodes)
-    improved = np.flatnonzero(new_levels < levels_then).astype(np.int32)
+    improved = np.flatnonzero((new_levels < levels_then) & (levels_then != NOT_PENDING)).astype(np.int32)
     return _Result(
         rank, nodes, len(source_array), iterations, time.perf_counter() - began, improved, new_levels[improved]
     )
