@@ -323,6 +323,15 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         False
     )
 
+    # checkpoints
+    checkpoint_interval: Annotated[
+        float, _doc("Seconds between checkpoints; between them the journal keeps every change.", gt=0)
+    ] = 30.0
+    shutdown_grace: Annotated[
+        float,
+        _doc("Seconds in-flight fetches get to finish after Ctrl-C/SIGTERM before they are abandoned.", ge=0),
+    ] = 10.0
+
     # output
     warc_max_bytes: Annotated[
         int, _doc("A WARC file is closed and a new one started beyond this size.", ge=1 << 16)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import functools
+import os
 import signal
 import time
 from collections import Counter
@@ -23,7 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from crawlspace.config import CrawlConfig
+from crawlspace.crawl import journal
+from crawlspace.crawl.checkpoint import CheckpointError, CrawlState, Journals
 from crawlspace.crawl.housekeeping import CrawlStats, ProgressReporter
+from crawlspace.crawl.journal import ReplayReport, replay
 from crawlspace.dns import AddressGuard, DNSFailure, Resolver
 from crawlspace.dns.resolver import hostname_of_authority
 from crawlspace.fetch import Fetcher, FetchResult, Outcome
@@ -34,6 +39,7 @@ from crawlspace.parse.sitemap import SitemapKind, parse_sitemap
 from crawlspace.policies import OrderingPolicy, Outlink, PageContent, make_policy
 from crawlspace.robots import RobotsCache, RobotsRules
 from crawlspace.robots.cache import MAX_REDIRECT_HOPS
+from crawlspace.robots.persist import RobotsLog
 from crawlspace.robots.rules import MAX_ROBOTS_BYTES
 from crawlspace.seen import ContentKind, ContentSeen, UrlSet
 from crawlspace.store import PageStore, StoreOptions
@@ -105,15 +111,15 @@ class CrawlEngine:
         self._back_queues = config.back_queues or 3 * config.concurrency
         self.resolver = Resolver.from_config(config)
         self._lookups: set[asyncio.Task[None]] = set()
+        self.resuming = resume
         # the crawl order (config.policy unless given): the frontier's prioritizer, fed page events
         self.policy = policy if policy is not None else make_policy(config)
         self._policy_pages = self.policy.observes_pages
         self._policy_reported = ""  # the last URL whose page the policy saw through _enqueue
-        # Fresh until resuming lands (checkpoint issue): the URL-seen set starts empty too.
         self.frontier = Frontier.open(
             self.out_dir / "frontier",
             self.politeness,
-            fresh=True,
+            fresh=not resume,
             back_queues=self._back_queues,
             prioritizer=self.policy.prioritizer,
             front_window=config.frontier_front_window,
@@ -121,6 +127,10 @@ class CrawlEngine:
             on_activate=self._host_activated,
         )
         self.robots = RobotsCache(ttl=config.robots_ttl, retry_delay=config.robots_retry_delay)
+        robots_dir = self.out_dir / "robots"
+        if not resume:
+            (robots_dir / "robots.log").unlink(missing_ok=True)
+        self.robots_log = RobotsLog(robots_dir, ttl=config.robots_ttl)
         seen_dir = self.out_dir / "seen"  # a new crawl starts with empty sets; a resumed one reopens them
         self.urlset: UrlSet[FrontierEntry] = UrlSet.open(
             seen_dir / "urls",
@@ -160,6 +170,16 @@ class CrawlEngine:
         self._stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._started = time.monotonic()
+        self.journals = Journals(self.out_dir)
+        self._journal_lines: list[str] = []
+        self._done: set[int] = set()  # finished URLs the restored frontier may still hand out once
+        self.disk_full: str | None = None
+        self.recovery: dict[str, Any] = {}
+        if resume:
+            self._resume()
+        else:
+            self.journals.reset()
+        self.checkpoint()  # the base every later crash resumes from
 
     # -- public ------------------------------------------------------------------------------
 
@@ -176,6 +196,7 @@ class CrawlEngine:
         before = self.stats.urls_discovered
         self._enqueue(entries)
         self._drain_urls()
+        self._flush_journal()
         return self.stats.urls_discovered - before
 
     def stop(self, reason: str = "stopped") -> None:
@@ -185,13 +206,117 @@ class CrawlEngine:
             self.stats.termination = self.stats.termination or reason
             self._changed.set()
 
+    def _on_signal(self) -> None:
+        """First SIGINT/SIGTERM: stop gracefully (finish in-flight fetches, checkpoint). Second: exit
+        at once; the last checkpoint and the journal still resume the crawl."""
+        if self._stopping and self.stats.termination == "interrupted":
+            os._exit(130)
+        self.stop("interrupted")
+
+    # -- checkpoints (see checkpoint.py) ------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        """Make the whole crawl state durable; the frontier's atomic checkpoint is the commit point."""
+        self._drain_urls()  # the URL set checkpoints with an empty buffer
+        self._flush_journal()  # what the checkpoint covers is in the old journal, if any
+        self.urlset.checkpoint()
+        self.content.checkpoint()
+        self.store.flush()
+        self.robots_log.sync()
+        self.robots_log.maybe_compact()
+        generation = self.journals.generation + 1
+        state = CrawlState(
+            generation=generation,
+            stats=self.stats.snapshot(),
+            done=sorted(self._done),
+            filter_hosts=self.url_filter.host_counts(),
+            seeds=self.url_filter.seeds,
+            attempts=dict(self._attempts),
+            sitemaps=sorted(self._sitemaps),
+            sitemap_files=dict(self._sitemap_files),
+        )
+        self.frontier.checkpoint(state.encode())
+        self.journals.start(generation)
+
+    def _resume(self) -> None:
+        """Continue from the last checkpoint: restore the engine's state, replay the journals since."""
+        if not self.frontier.extra:
+            raise CheckpointError(f"{self.out_dir} has no checkpoint to resume (was a crawl started there?)")
+        state = CrawlState.decode(self.frontier.extra, str(self.out_dir / "frontier"))
+        self.stats = CrawlStats.resumed(state.stats)
+        self.url_filter.restore(state.seeds, state.filter_hosts)
+        self._done = set(state.done)
+        self._attempts = dict(state.attempts)
+        self._sitemaps = set(state.sitemaps)
+        self._sitemap_files = Counter(state.sitemap_files)
+        restored_robots = self.robots_log.restore(self.robots, time.monotonic())
+        self.journals.generation = max([state.generation - 1, *self.journals.generations()])
+        report = ReplayReport()
+        journals = self.journals.since(state.generation)
+        self._replay(journals, report)
+        self.recovery = {
+            "generation": state.generation,
+            "fallback": self.frontier.fallback,
+            "journals": [path.name for path in journals],
+            "journal_events": report.events,
+            "journal_torn_bytes": report.torn_bytes,
+            "robots_restored": restored_robots,
+            "warc_recovered": [str(item) for item in self.store.stats.recovered],
+        }
+        self.stats.sections["recovery"] = self.recovery
+
+    def _replay(self, paths: list[Path], report: ReplayReport) -> None:
+        pending: list[FrontierEntry] = []  # submitted after the last drain: not yet checked
+        admitted: list[FrontierEntry] = []
+        for path in paths:
+            for event in replay(path, report):
+                fields = event.fields
+                if event.kind == journal.SUBMITTED:
+                    pending.append(FrontierEntry(fields[2], int(fields[0]), int(fields[1])))
+                elif event.kind == journal.DRAINED:
+                    pending.clear()
+                elif event.kind == journal.ADMITTED:
+                    entry = FrontierEntry(fields[3], int(fields[0]), int(fields[1]))
+                    if fields[2] == "1":
+                        self._sitemaps.add(entry.url)
+                    else:
+                        self.url_filter.admission(entry, host_of(entry.url))
+                    self.frontier.add(entry)
+                    admitted.append(entry)
+                elif event.kind == journal.FETCHED:
+                    self.stats.count_fetch(int(fields[0]), fields[1], int(fields[2]))
+                elif event.kind == journal.DONE:
+                    self._done.add(url_fingerprint(fields[0]))
+        if admitted:  # the URL set may know them already (it can be ahead of the checkpoint): make sure
+            self.urlset.submit_many([url_fingerprint(entry.url) for entry in admitted], admitted)
+            self.urlset.drain()
+        if pending:
+            self._submit(pending)
+
+    def _flush_journal(self) -> None:
+        lines, self._journal_lines = self._journal_lines, []
+        if lines and self.journals.current is not None:
+            self.journals.current.record(lines)
+
+    def _release(self, lease: Lease, duration: float, *, put_back: FrontierEntry | None = None, **options: Any) -> None:
+        """End a lease; a lease that does not put its URL back finishes the URL (journaled)."""
+        self.frontier.release(lease, duration, put_back=put_back, **options)
+        if put_back is None:
+            self._journal_lines.append(journal.done(lease.entry.url))
+            self._policy_done(lease.entry.url)
+
+    def _count_fetch(self, result: FetchResult) -> None:
+        size = len(result.body)
+        self.stats.count_fetch(result.status, str(result.outcome), size)
+        self._journal_lines.append(journal.fetched(result.url, result.status, str(result.outcome), size))
+
     async def run(self) -> CrawlStats:
         loop = asyncio.get_running_loop()
         for host in self.frontier.hosts_awaiting_address():  # activated before the loop ran
             self._host_activated(host)
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self.stop, "interrupted")
+                loop.add_signal_handler(sig, self._on_signal)
         fetcher = Fetcher.from_config(self.config, self.resolver, self.guard)
         reporter = ProgressReporter(self.stats, self._gauges, self.out_dir / "progress.jsonl", live=self._live_progress)
         try:
@@ -206,13 +331,9 @@ class CrawlEngine:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
-            self._drain_urls()  # buffered URLs go to the frontier, so that the URL set can close
             for lookup in self._lookups:  # no DNS for hosts activated at shutdown
                 lookup.cancel()
-            self.urlset.close()
-            self.content.close()
             await self.resolver.close()
-            self.store.close()
             self.policy.close()
             self.stats.sections.update(dns=self.resolver.stats(), guard=self.guard.stats(), fetch=fetcher.stats())
             self.stats.sections["frontier"] = {
@@ -221,10 +342,35 @@ class CrawlEngine:
                 "parked_hosts": self.frontier.parked_hosts,
             }
             self.stats.sections["policy"] = self.policy.stats()
-            self.stats.finished_at = time.time()
-            self.stats.write(self.out_dir / "stats.json")
-            self.frontier.close()  # a checkpoint: what was left to crawl survives the run
+            self._shut_down()
         return self.stats
+
+    def _shut_down(self) -> None:
+        """A last checkpoint (what was left to crawl survives the run), stats.json, then close the stores.
+        With the disk full the checkpoint may fail: the previous one and the journal still resume."""
+        try:
+            self.checkpoint()
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            self._disk_full(exc)
+            self.stats.errors["checkpoint-failed"] += 1
+        self.stats.finished_at = time.time()
+        with contextlib.suppress(OSError) if self.disk_full else contextlib.nullcontext():
+            self.stats.write(self.out_dir / "stats.json")
+        for close in (
+            self.urlset.close,
+            self.content.close,
+            self.store.close,
+            self.robots_log.close,
+            self.journals.close,
+            self.frontier.close,
+        ):
+            if self.disk_full:
+                with contextlib.suppress(OSError):
+                    close()
+            else:
+                close()
 
     # -- dispatch ----------------------------------------------------------------------------
 
@@ -264,7 +410,13 @@ class CrawlEngine:
             self._tasks.add(task)
             task.add_done_callback(functools.partial(self._task_done, slots=slots))
         if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            grace = self.config.shutdown_grace if self.stats.termination in ("interrupted", "disk-full") else None
+            _, late = await asyncio.wait(set(self._tasks), timeout=grace)
+            for task in late:  # abandoned: their URLs were leased, so the checkpoint hands them out again
+                task.cancel()
+            if late:
+                self.stats.errors["abandoned-at-shutdown"] += len(late)
+                await asyncio.gather(*late, return_exceptions=True)
 
     def _only_robots_waits(self) -> bool:
         """Is every queued URL on a host that waits for the retry of an unreachable robots.txt?
@@ -300,9 +452,19 @@ class CrawlEngine:
             self.stop("max-bytes")
 
     async def _report_periodically(self, reporter: ProgressReporter) -> None:
+        last_checkpoint = time.monotonic()
         while True:
             await asyncio.sleep(self.config.progress_interval)
-            self.store.maybe_flush()
+            try:
+                if time.monotonic() - last_checkpoint >= self.config.checkpoint_interval:
+                    self.checkpoint()
+                    last_checkpoint = time.monotonic()
+                else:
+                    self.store.maybe_flush()
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                self._disk_full(exc)
             reporter.report()
 
     def _gauges(self) -> dict[str, Any]:
@@ -317,6 +479,35 @@ class CrawlEngine:
     # -- one lease ---------------------------------------------------------------------------
 
     async def _process(self, fetcher: Fetcher, lease: Lease) -> None:
+        try:
+            if self._done and self._finished_before_crash(lease):
+                return
+            await self._process_lease(fetcher, lease)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            self._disk_full(exc)
+        finally:
+            self._flush_journal()
+
+    def _finished_before_crash(self, lease: Lease) -> bool:
+        """A URL fetched after the checkpoint a resume started from comes out of the frontier once
+        more: drop it without a request."""
+        fingerprint = url_fingerprint(lease.entry.url)
+        if fingerprint not in self._done:
+            return False
+        self._done.discard(fingerprint)
+        self._release(lease, 0.0, contacted=False)
+        return True
+
+    def _disk_full(self, exc: OSError) -> None:
+        """No space left: stop cleanly. What the failed write was for is in flight: the last checkpoint
+        and the journal (whose torn last batch is dropped on resume) still describe a consistent crawl."""
+        self.stats.errors["disk-full"] += 1
+        self.disk_full = f"{exc.filename or 'a crawl file'}: {exc.strerror or exc}"
+        self.stop("disk-full")
+
+    async def _process_lease(self, fetcher: Fetcher, lease: Lease) -> None:
         entry = lease.entry
         self._parked.discard(lease.host)
         try:  # usually answered from the cache (prefetched); a dead host fails here, before robots.txt
@@ -337,16 +528,14 @@ class CrawlEngine:
             started = time.monotonic()
             rules = await self._fetch_robots(fetcher, origin, entry.depth)
             self._robots_fetched_for[origin] = entry.url
-            self.frontier.release(
-                lease, time.monotonic() - started, put_back=entry, crawl_delay=rules.crawl_delay(agent)
-            )
+            self._release(lease, time.monotonic() - started, put_back=entry, crawl_delay=rules.crawl_delay(agent))
             return
         rules = robots.rules
         if not rules.allowed(entry.url, agent):
             if robots.unreachable and robots.transient and robots.failures <= self.config.robots_max_retries:
                 # robots.txt could not be fetched: the URL waits for the next attempt, it is not dropped
                 self._parked.add(lease.host)
-                self.frontier.release(lease, 0.0, put_back=entry, retry_after=max(robots.expires - now, 0.0))
+                self._release(lease, 0.0, put_back=entry, retry_after=max(robots.expires - now, 0.0))
                 return
             if robots.unreachable:
                 self.stats.robots_unreachable += 1
@@ -354,8 +543,7 @@ class CrawlEngine:
                 self.stats.robots_excluded += 1
                 self.stats.outcomes[Outcome.ROBOTS_EXCLUDED] += 1
             self._sitemaps.discard(entry.url)
-            self.frontier.release(lease, 0.0, contacted=False)
-            self._policy_done(entry.url)
+            self._release(lease, 0.0, contacted=False)
             return
         result = await fetcher.fetch(entry.url)
         attempts = self._attempts.pop(entry.url, 0) + 1
@@ -370,12 +558,10 @@ class CrawlEngine:
             if decision.retry:  # back into the frontier, behind a longer rest of its host: no worker waits
                 self._attempts[entry.url] = attempts
                 self.stats.retries += 1
-            else:
-                if decision.reason:
-                    self.stats.errors["gave-up-after-retries"] += 1
-                self._policy_done(entry.url)
+            elif decision.reason:
+                self.stats.errors["gave-up-after-retries"] += 1
         finally:
-            self.frontier.release(
+            self._release(
                 lease,
                 result.duration,
                 put_back=entry if decision.retry else None,
@@ -420,10 +606,9 @@ class CrawlEngine:
         self.stats.errors[str(Outcome.DNS_ERROR)] += 1
         if failure.retry_at is not None:
             wait = max(failure.retry_at - time.monotonic(), 0.0)
-            self.frontier.release(lease, 0.0, put_back=lease.entry, retry_after=wait)
+            self._release(lease, 0.0, put_back=lease.entry, retry_after=wait)
         else:
-            self.frontier.release(lease, 0.0, contacted=False)
-            self._policy_done(lease.entry.url)
+            self._release(lease, 0.0, contacted=False)
 
     async def _fetch_robots(self, fetcher: Fetcher, origin: str, depth: int) -> RobotsRules:
         """Fetch /robots.txt of `origin` (following up to 5 redirects) and cache what it means."""
@@ -474,13 +659,9 @@ class CrawlEngine:
     def _record_sitemap(self, result: FetchResult, entry: FrontierEntry) -> None:
         """Account and store a sitemap fetch, queue what it lists."""
         stats = self.stats
-        stats.pages_fetched += 1
-        stats.outcomes[result.outcome] += 1
+        self._count_fetch(result)
         if not result.status:
-            stats.errors[str(result.outcome)] += 1
             return
-        stats.responses_by_status[result.status] += 1
-        stats.bytes_downloaded += len(result.body)
         self.store.record(result, depth=entry.depth)
         if result.outcome is Outcome.REDIRECT:
             self._add_sitemaps([result.header("location") or ""], result.url, entry.depth)
@@ -502,14 +683,10 @@ class CrawlEngine:
     def _record(self, result: FetchResult, entry: FrontierEntry) -> None:
         """Account, store and follow up one fetch."""
         stats = self.stats
-        stats.pages_fetched += 1
-        stats.outcomes[result.outcome] += 1
+        self._count_fetch(result)
         if not result.status:
-            stats.errors[str(result.outcome)] += 1
             self.store.record(result, depth=entry.depth)
             return
-        stats.responses_by_status[result.status] += 1
-        stats.bytes_downloaded += len(result.body)
         if result.outcome is Outcome.REDIRECT:
             self.store.record(result, depth=entry.depth)
             location = result.header("location")
@@ -632,6 +809,7 @@ class CrawlEngine:
         self._submit(accepted)
 
     def _submit(self, entries: list[FrontierEntry]) -> None:
+        self._journal_lines.extend(journal.submitted(entry.url, entry.depth, entry.hops) for entry in entries)
         buffered = self.urlset.submit_many([url_fingerprint(entry.url) for entry in entries], entries)
         self.stats.duplicate_urls += len(entries) - buffered  # known to the URL set's cache
         if self.urlset.full:
@@ -643,24 +821,29 @@ class CrawlEngine:
         if not pending:
             return 0
         new = self.urlset.drain()
+        lines = self._journal_lines
+        lines.append(journal.drained())
         sitemaps, self._sitemaps_submitted = self._sitemaps_submitted, set()
         added = 0
         for entry in new:
             if entry.url in sitemaps:  # named by the site owner: not through the admission filter
                 self._sitemaps.add(entry.url)
                 self.frontier.add(entry)
+                lines.append(journal.admitted(entry.url, entry.depth, entry.hops, sitemap=True))
                 continue
             reason = self.url_filter.admission(entry, host_of(entry.url))
             if reason is not None:
                 self.stats.filtered[reason] += 1
                 continue
             self.frontier.add(entry)  # its host's address is looked up when it gets a back queue
+            lines.append(journal.admitted(entry.url, entry.depth, entry.hops))
             added += 1
         if self._policy_pages:  # every URL submitted so far is placed or known: the policy forgets its notes
             self.policy.settled()
             self._requeue()
         self.stats.urls_discovered += added
         self.stats.duplicate_urls += pending - len(new)
+        self._flush_journal()
         if new:
             self._changed.set()
         return added

@@ -11,13 +11,15 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TextIO
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+
+_NOT_CHECKPOINTED = frozenset({"started_at", "finished_at", "sections", "termination"})
 
 
 @dataclass
@@ -49,10 +51,49 @@ class CrawlStats:
     retries: int = 0  # attempts put back into the frontier after a transient failure
     termination: str = ""
     sections: dict[str, Any] = field(default_factory=dict)  # per-component reports: dns, guard, fetch
+    runs: int = 1  # this run and the ones it resumed
+    crawl_seconds_before: float = 0.0  # crawling time of the runs this one resumed (to their last checkpoint)
 
     @property
     def elapsed(self) -> float:
-        return (self.finished_at or time.time()) - self.started_at
+        """Seconds spent crawling, over every run of this crawl."""
+        return self.crawl_seconds_before + (self.finished_at or time.time()) - self.started_at
+
+    def snapshot(self) -> dict[str, Any]:
+        """The counters as plain data, for a checkpoint; `resumed` turns them back into stats."""
+        data: dict[str, Any] = {}
+        for item in fields(self):
+            if item.name in _NOT_CHECKPOINTED:
+                continue
+            value = getattr(self, item.name)
+            data[item.name] = {str(k): v for k, v in value.items()} if isinstance(value, Counter) else value
+        data["crawl_seconds_before"] = self.elapsed
+        return data
+
+    @classmethod
+    def resumed(cls, snapshot: dict[str, Any]) -> CrawlStats:
+        """Statistics continuing those of a checkpoint, in a new run."""
+        stats = cls()
+        for name, value in snapshot.items():
+            if name in _NOT_CHECKPOINTED or not hasattr(stats, name):
+                continue
+            if isinstance(getattr(stats, name), Counter):
+                keys = int if name == "responses_by_status" else str
+                setattr(stats, name, Counter({keys(k): v for k, v in value.items()}))
+            else:
+                setattr(stats, name, value)
+        stats.runs += 1
+        return stats
+
+    def count_fetch(self, status: int, outcome: str, size: int) -> None:
+        """The counters one fetch attempt moves (also replayed from the journal after a crash)."""
+        self.pages_fetched += 1
+        self.outcomes[outcome] += 1
+        if status:
+            self.responses_by_status[status] += 1
+            self.bytes_downloaded += size
+        else:
+            self.errors[outcome] += 1
 
     def to_dict(self) -> dict[str, Any]:
         elapsed = self.elapsed
@@ -83,6 +124,7 @@ class CrawlStats:
             "invalid_seeds": self.invalid_seeds,
             "retries": self.retries,
             "termination": self.termination,
+            "runs": self.runs,
             **self.sections,
             "started_at": self.started_at,
             "finished_at": self.finished_at,

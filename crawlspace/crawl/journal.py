@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SUBMITTED = "S"
+DRAINED = "N"
 ADMITTED = "A"
+FETCHED = "F"
 DONE = "D"
 _END = "E"
-_KINDS = frozenset({SUBMITTED, ADMITTED, DONE})
+_KINDS = frozenset({SUBMITTED, DRAINED, ADMITTED, FETCHED, DONE})
 
 
 class JournalError(Exception):
@@ -47,12 +49,20 @@ def submitted(url: str, depth: int, hops: int) -> str:
     return f"{SUBMITTED}\t{depth}\t{hops}\t{url}"
 
 
-def admitted(url: str, depth: int, hops: int) -> str:
-    return f"{ADMITTED}\t{depth}\t{hops}\t{url}"
+def drained() -> str:
+    return f"{DRAINED}\t-"
 
 
-def done(url: str, status: int = 0, outcome: str = "", size: int = 0) -> str:
-    return f"{DONE}\t{status}\t{outcome}\t{size}\t{url}"
+def admitted(url: str, depth: int, hops: int, sitemap: bool = False) -> str:
+    return f"{ADMITTED}\t{depth}\t{hops}\t{int(sitemap)}\t{url}"
+
+
+def fetched(url: str, status: int, outcome: str, size: int) -> str:
+    return f"{FETCHED}\t{status}\t{outcome}\t{size}\t{url}"
+
+
+def done(url: str) -> str:
+    return f"{DONE}\t{url}"
 
 
 class Journal:

@@ -42,8 +42,12 @@ class SegmentLog:
         self.next_file_id = next_file_id
         self.live: dict[int, int] = {}  # file id -> blocks not yet consumed
         self.writing: set[int] = set()  # files some queue still appends to
-        self.pinned: set[int] = set()  # files the last durable checkpoint refers to
-        self.doomed: set[int] = set()  # dead but pinned: deleted after the next checkpoint
+        # Files the last two durable checkpoints refer to: the previous one is the fallback when the
+        # newest is damaged, so its blocks must outlive one more checkpoint.
+        self.pinned: set[int] = set()
+        self._pinned_last: set[int] = set()
+        self.doomed: set[int] = set()  # dead since the last checkpoint, but pinned
+        self._doomed_earlier: set[int] = set()  # dead before it: free once the next one is durable
         self.dirty: set[int] = set()  # appended to since the last sync
         self.lost_entries = 0  # entries of blocks that could not be read back
         self.problems: list[str] = []  # the last few corruption messages, for the operator
@@ -108,17 +112,26 @@ class SegmentLog:
         self.dirty.clear()
 
     def committed(self, referenced: Iterable[int]) -> None:
-        """A checkpoint referring to exactly the files `referenced` is durable: forget older ones."""
-        for file_id in sorted(self.doomed):
+        """A checkpoint referring to exactly the files `referenced` is durable: the one before it
+        becomes the fallback, and files only older checkpoints needed are deleted."""
+        for file_id in sorted(self._doomed_earlier - self.pinned_by_last_two(referenced)):
             self.store.delete(file_id)
-        self.doomed.clear()
-        self.pinned = set(referenced)
+        self._doomed_earlier = self.doomed
+        self.doomed = set()
+        self.pinned = self.pinned_by_last_two(referenced)
+        self._pinned_last = set(referenced)
 
-    def adopt(self, refs: Iterable[BlockRef]) -> None:
-        """Count the blocks of a restored checkpoint; pin their files until the next one."""
+    def pinned_by_last_two(self, referenced: Iterable[int]) -> set[int]:
+        return set(referenced) | self._pinned_last
+
+    def adopt(self, refs: Iterable[BlockRef], fallback_files: Iterable[int] = ()) -> None:
+        """Count the blocks of a restored checkpoint; pin their files, and those of the fallback
+        checkpoint before it, until the next checkpoints make them unnecessary."""
         for file_id, _offset, _length, _count in refs:
             self.live[file_id] = self.live.get(file_id, 0) + 1
-        self.pinned = set(self.live)
+        self._pinned_last = set(self.live)
+        self.pinned = set(self.live) | set(fallback_files)
+        self._doomed_earlier = set(fallback_files) - self._pinned_last
 
 
 class DiskQueue:

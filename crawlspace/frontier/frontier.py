@@ -7,6 +7,7 @@ resolves or fetches. See the package docstring for a URL's life and the invarian
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
 import random
@@ -16,6 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from crawlspace.frontier import state as state_format
 from crawlspace.frontier.back import (
@@ -140,9 +143,41 @@ class Frontier:
         self._closed = False
         self._stats = FrontierStats()
         self.given_up_reasons: Counter[str] = Counter()
-        saved = self._store.read_state()
+        self.extra = b""  # the caller's state committed with the last checkpoint (see `checkpoint`)
+        self.fallback: str | None = None  # why the previous checkpoint was restored instead of the last
+        record, fallback_files = self._choose_checkpoint()
+        if record is not None:
+            self._restore(record, fallback_files)
+            self.extra = record.extra
+
+    def _choose_checkpoint(self) -> tuple[state_format.FrontierRecord | None, set[int]]:
+        """The last checkpoint, or the one before it when the last is damaged or was being replaced
+        when the process died; with the files the fallback checkpoint needs kept alive."""
+        store = self._store
+        saved, previous = store.read_state(), store.read_previous_state()
+        if saved is None and previous is None:
+            return None, set()
         if saved is not None:
-            self._restore(state_format.decode(saved))
+            try:
+                record = state_format.decode(saved)
+            except FrontierStateError as exc:
+                problem = f"{store.state_name()}: {exc}"
+            else:
+                fallback_files: set[int] = set()
+                if previous is not None:
+                    with contextlib.suppress(FrontierStateError):
+                        fallback_files = state_format.referenced_files(state_format.decode(previous))
+                return record, fallback_files
+        else:
+            problem = f"{store.state_name()} is missing (the process stopped while replacing it)"
+        if previous is None:
+            raise FrontierStateError(f"{problem}; there is no previous checkpoint to fall back to")
+        try:
+            record = state_format.decode(previous)
+        except FrontierStateError as exc:
+            raise FrontierStateError(f"{problem}; the previous checkpoint is unusable too: {exc}") from None
+        self.fallback = problem
+        return record, set()
 
     @classmethod
     def open(
@@ -713,19 +748,22 @@ class Frontier:
 
     # -- durability ---------------------------------------------------------------------------
 
-    def checkpoint(self) -> None:
+    def checkpoint(self, extra: bytes | None = None) -> None:
         """Make the whole frontier durable and atomic: sync the segment blocks written since the
         last checkpoint, then replace the state file (write, fsync, rename). Leases out now are
         handed out again after a reopen. Segment files consumed since the previous checkpoint are
-        deleted only now, so a crash at any point reopens to one checkpoint or the other."""
+        deleted only now, so a crash at any point reopens to one checkpoint or the other.
+
+        `extra` is committed in the same atomic write (the engine's own state: the crawl checkpoint);
+        it stays as it was when None. The checkpoint before this one is kept as the fallback."""
         self._check_open()
-        record = self._snapshot(self._clock())
+        if extra is not None:
+            self.extra = extra
+        record = msgspec.structs.replace(self._snapshot(self._clock()), extra=self.extra)
         data = state_format.encode(record)
         self._log.sync()
         self._store.write_state(data)
-        referenced = {ref[0] for queue in record.front for ref in queue.blocks}
-        referenced.update(ref[0] for host in record.hosts if host.queue is not None for ref in host.queue.blocks)
-        self._log.committed(referenced)
+        self._log.committed(state_format.referenced_files(record))
 
     def close(self) -> None:
         """Checkpoint and release the store (and its directory lock). Idempotent."""
@@ -793,7 +831,7 @@ class Frontier:
             given_up_reasons=dict(self.given_up_reasons),
         )
 
-    def _restore(self, record: state_format.FrontierRecord) -> None:
+    def _restore(self, record: state_format.FrontierRecord, fallback_files: set[int]) -> None:
         if record.levels != self._levels:
             raise FrontierStateError(
                 f"the checkpoint has {record.levels} front queues but the prioritizer has {self._levels} levels"
@@ -873,8 +911,8 @@ class Frontier:
                 group.key_time = entry_of.key_time + now
                 self._heap.append((group.key_time, group.entry_seq, group))
         heapq.heapify(self._heap)
-        log.adopt(refs)
-        for file_id in self._store.file_ids() - set(log.live):
+        log.adopt(refs, fallback_files)
+        for file_id in self._store.file_ids() - set(log.live) - fallback_files:
             self._store.delete(file_id)  # written after the checkpoint: nothing refers to it
         for host in list(self._hosts.values()):  # leased out at checkpoint time, or regrouped
             if host.status == ACTIVE and not host.heap_seq and host.group is not None and host.queue is not None:

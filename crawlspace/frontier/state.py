@@ -67,11 +67,19 @@ class FrontierRecord(msgspec.Struct, frozen=True):
     groups: list[GroupRecord]  # shared (IP) groups and the own groups of hosts that have a heap entry
     stats: dict[str, int]
     given_up_reasons: dict[str, int]
+    extra: bytes = b""  # the caller's own state, committed atomically with the frontier's (crawl checkpoint)
 
 
 def encode(record: FrontierRecord) -> bytes:
     compressor = zstandard.ZstdCompressor(level=3, write_checksum=True)
     return compressor.compress(msgspec.msgpack.encode(record))
+
+
+def referenced_files(record: FrontierRecord) -> set[int]:
+    """Segment files whose blocks a checkpoint refers to."""
+    files = {ref[0] for queue in record.front for ref in queue.blocks}
+    files.update(ref[0] for host in record.hosts if host.queue is not None for ref in host.queue.blocks)
+    return files
 
 
 def decode(data: bytes) -> FrontierRecord:

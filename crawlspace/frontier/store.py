@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 STATE_NAME = "frontier.state"
+PREVIOUS_STATE_NAME = "frontier.state.prev"
 SEGMENTS_DIR = "segments"
 LOCK_NAME = "lock"
 FILES_PER_SHARD_BITS = 12  # 4096 segment files per subdirectory
@@ -37,7 +38,9 @@ class SegmentStore(Protocol):
     Implementers guarantee: `append` returns the offset at which `data` starts and never moves
     bytes already written; `read` returns exactly the bytes appended there or raises
     CorruptSegment; after `sync(ids)` those files' bytes survive a crash; `write_state` is atomic
-    (a crash leaves the old state or the new one, never a mix) and durable when it returns.
+    (a crash leaves the old state or the new one, never a mix) and durable when it returns, and the
+    state it replaces stays readable through `read_previous_state` (the fallback when the newest
+    one turns out to be damaged).
     """
 
     def append(self, file_id: int, data: bytes) -> int: ...
@@ -54,6 +57,10 @@ class SegmentStore(Protocol):
 
     def read_state(self) -> bytes | None: ...
 
+    def read_previous_state(self) -> bytes | None: ...
+
+    def state_name(self) -> str: ...
+
     def disk_bytes(self) -> int: ...
 
     def close(self) -> None: ...
@@ -67,6 +74,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self.files: dict[int, bytearray] = {}
         self.state: bytes | None = None
+        self.previous_state: bytes | None = None
         self.syncs = 0
 
     def append(self, file_id: int, data: bytes) -> int:
@@ -91,10 +99,17 @@ class MemoryStore:
         return set(self.files)
 
     def write_state(self, data: bytes) -> None:
+        self.previous_state = self.state
         self.state = bytes(data)
 
     def read_state(self) -> bytes | None:
         return self.state
+
+    def read_previous_state(self) -> bytes | None:
+        return self.previous_state
+
+    def state_name(self) -> str:
+        return "<memory>"
 
     def disk_bytes(self) -> int:
         return sum(len(buffer) for buffer in self.files.values()) + len(self.state or b"")
@@ -130,7 +145,7 @@ class DirectoryStore:
         self._segments = self.directory / SEGMENTS_DIR
         if fresh:
             shutil.rmtree(self._segments, ignore_errors=True)
-            for name in (STATE_NAME, STATE_NAME + ".tmp"):
+            for name in (STATE_NAME, STATE_NAME + ".tmp", PREVIOUS_STATE_NAME):
                 with contextlib.suppress(FileNotFoundError):
                     (self.directory / name).unlink()
         self._segments.mkdir(exist_ok=True)
@@ -215,16 +230,27 @@ class DirectoryStore:
             os.fsync(fd)
         finally:
             os.close(fd)
+        with contextlib.suppress(FileNotFoundError):  # a crash right here leaves only the previous one: fine
+            os.replace(final, self.directory / PREVIOUS_STATE_NAME)
         os.replace(tmp, final)
         _fsync_dir(self.directory)
 
     def read_state(self) -> bytes | None:
+        return self._read(STATE_NAME)
+
+    def read_previous_state(self) -> bytes | None:
+        return self._read(PREVIOUS_STATE_NAME)
+
+    def state_name(self) -> str:
+        return str(self.directory / STATE_NAME)
+
+    def _read(self, name: str) -> bytes | None:
         try:
-            return (self.directory / STATE_NAME).read_bytes()
+            return (self.directory / name).read_bytes()
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise FrontierStoreError(f"cannot read {self.directory / STATE_NAME}: {exc.strerror or exc}") from None
+            raise FrontierStoreError(f"cannot read {self.directory / name}: {exc.strerror or exc}") from None
 
     def disk_bytes(self) -> int:
         total = 0

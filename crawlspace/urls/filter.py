@@ -314,6 +314,20 @@ class UrlFilter:
         record = self._hosts.get(host)
         return 0 if record is None else record.admitted
 
+    @property
+    def seeds(self) -> list[str]:
+        return sorted(self._seeds)
+
+    def host_counts(self) -> dict[str, tuple[int, int]]:
+        """host -> (URLs admitted, shallowest depth): the state a checkpoint keeps."""
+        return {host: (record.admitted, record.min_depth) for host, record in self._hosts.items()}
+
+    def restore(self, seeds: Iterable[str], host_counts: dict[str, tuple[int, int]]) -> None:
+        """Continue from a checkpoint's seeds and per-host counts."""
+        for seed in seeds:
+            self.add_seed(seed)
+        self._hosts = {host: _HostRecord(admitted, depth) for host, (admitted, depth) in host_counts.items()}
+
     def __repr__(self) -> str:
         return (
             f"UrlFilter({self.scope!r}, include={len(self.include)}, exclude={len(self.exclude)}, "

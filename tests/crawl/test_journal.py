@@ -14,7 +14,7 @@ def write_batches(path: Path) -> list[list[str]]:
     batches = [
         [journal.submitted("http://a.test/1", 1, 0), journal.submitted("http://a.test/2", 1, 0)],
         [journal.admitted("http://a.test/1", 1, 0)],
-        [journal.done("http://a.test/1", 200, "2xx", 1234), journal.done("http://b.test/x")],
+        [journal.fetched("http://a.test/1", 200, "2xx", 1234), journal.done("http://a.test/1"), journal.drained()],
     ]
     with Journal(path) as log:
         for batch in batches:
@@ -30,10 +30,11 @@ def test_round_trip(tmp_path: Path) -> None:
     events = list(replay(path, report))
     assert [(e.kind, e.url) for e in events] == [
         ("S", "http://a.test/1"), ("S", "http://a.test/2"), ("A", "http://a.test/1"),
-        ("D", "http://a.test/1"), ("D", "http://b.test/x"),
+        ("F", "http://a.test/1"), ("D", "http://a.test/1"), ("N", "-"),
     ]  # fmt: skip
+    assert events[2].fields == ("1", "0", "0", "http://a.test/1")
     assert events[3].fields == ("200", "2xx", "1234", "http://a.test/1")
-    assert report.batches == len(batches) and report.events == 5 and report.torn_bytes == 0
+    assert report.batches == len(batches) and report.events == 6 and report.torn_bytes == 0
 
 
 def test_every_torn_tail_drops_only_the_last_batch(tmp_path: Path) -> None:

@@ -227,6 +227,8 @@ def test_everything_consumed_leaves_no_segments(tmp_path: Path, clock: FakeClock
         assert lease is not None
         frontier.release(lease, 0.0)
     frontier.checkpoint()
+    assert len(frontier._store.file_ids()) > 1, "the previous checkpoint (the fallback) still needs its files"
+    frontier.checkpoint()
     assert len(frontier._store.file_ids()) <= 1, "only the front queue's open segment may remain"
     frontier.close()
 
@@ -256,3 +258,69 @@ def test_a_corrupt_segment_loses_only_its_block_and_is_counted(tmp_path: Path, c
     again = Frontier.open(tmp_path, politeness, clock=clock, front_window=100, back_queues=1)
     assert again.stats.urls_lost == 100, "the loss stays on record across a reopen"
     again.close()
+
+
+def _drain_order(frontier: Frontier) -> list[str]:
+    order = []
+    while len(frontier):
+        lease = frontier.acquire()
+        assert lease is not None
+        order.append(lease.entry.url)
+        frontier.release(lease, 0.0)
+    return order
+
+
+def test_extra_state_commits_with_the_checkpoint(tmp_path: Path, clock: FakeClock) -> None:
+    politeness = Politeness(min_delay=0.0, delay_factor=0.0)
+    frontier = Frontier.open(tmp_path, politeness, clock=clock)
+    frontier.add(FrontierEntry("http://a.test/"))
+    frontier.checkpoint(b"generation 1")
+    frontier.checkpoint()  # None keeps the last extra
+    frontier.close()
+    reopened = Frontier.open(tmp_path, politeness, clock=clock)
+    assert reopened.extra == b"generation 1" and reopened.fallback is None
+    reopened.close()
+
+
+@pytest.mark.parametrize("damage", ["bit-flip", "truncated", "missing"])
+def test_a_damaged_checkpoint_falls_back_to_the_previous_one(tmp_path: Path, clock: FakeClock, damage: str) -> None:
+    politeness = Politeness(min_delay=0.0, delay_factor=0.0)
+    frontier = Frontier.open(tmp_path, politeness, clock=clock, front_window=8, back_window=4)
+    frontier.add_many(FrontierEntry(f"http://h{i % 5}.test/{i}") for i in range(300))
+    frontier.checkpoint(b"first")
+    for _ in range(40):  # consume some URLs (and blocks) after the first checkpoint
+        lease = frontier.acquire()
+        assert lease is not None
+        frontier.release(lease, 0.0)
+    frontier.add_many(FrontierEntry(f"http://h{i % 5}.test/late/{i}") for i in range(100))
+    frontier.checkpoint(b"second")
+    frontier.close()  # a third checkpoint: "second" becomes the fallback
+    state = tmp_path / STATE_NAME
+    if damage == "bit-flip":
+        data = bytearray(state.read_bytes())
+        data[len(data) // 2] ^= 0x10
+        state.write_bytes(bytes(data))
+    elif damage == "truncated":
+        state.write_bytes(state.read_bytes()[: len(state.read_bytes()) // 3])
+    else:
+        state.unlink()
+    reopened = Frontier.open(tmp_path, politeness, clock=clock)
+    assert reopened.fallback is not None and (STATE_NAME in reopened.fallback)
+    assert reopened.extra == b"second"
+    assert len(reopened) == 300 - 40 + 100
+    urls = _drain_order(reopened)
+    assert len(urls) == len(set(urls)) == 360  # every block the fallback refers to is still on disk
+    assert reopened.stats.urls_lost == 0
+    reopened.close()
+
+
+def test_both_checkpoints_damaged_is_a_clear_error(tmp_path: Path, clock: FakeClock) -> None:
+    politeness = Politeness(min_delay=0.0, delay_factor=0.0)
+    frontier = Frontier.open(tmp_path, politeness, clock=clock)
+    frontier.add(FrontierEntry("http://a.test/"))
+    frontier.checkpoint()
+    frontier.close()
+    for name in (STATE_NAME, STATE_NAME + ".prev"):
+        (tmp_path / name).write_bytes(b"garbage")
+    with pytest.raises(FrontierStateError, match="previous checkpoint is unusable too"):
+        Frontier.open(tmp_path, politeness, clock=clock)

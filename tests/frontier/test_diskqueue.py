@@ -113,7 +113,7 @@ def test_push_front_spill_all_and_discard() -> None:
     assert log.live == {} or all(count == 0 for count in log.live.values())
 
 
-def test_files_of_the_last_checkpoint_survive_until_the_next() -> None:
+def test_files_of_the_last_two_checkpoints_survive() -> None:
     store = MemoryStore()
     log = SegmentLog(store)
     queue = DiskQueue(log, 10, file_bytes=100)
@@ -125,6 +125,8 @@ def test_files_of_the_last_checkpoint_survive_until_the_next() -> None:
     drain(queue)
     queue.close()
     assert referenced <= set(store.files), "files a checkpoint refers to were deleted before the next one"
+    log.committed(set())
+    assert referenced <= set(store.files), "the previous checkpoint is the fallback: its files must stay"
     log.committed(set())
     assert store.files == {}
 
