@@ -16,9 +16,11 @@ Levels only rise: a URL whose score falls keeps its more urgent copy (taking a c
 FIFO queue would need a scan of it), so each URL has at most `levels - 1` extra copies, and the
 total work of re-prioritization is bounded by `levels` frontier adds per URL.
 
-Memory: one `Pending` record per URL discovered and not yet done (pending in the front queues,
-waiting in a back queue, or in flight), about 250 bytes with its entry and URL (measured in
-tests/policies/test_memory.py), freed when the engine reports the URL done.
+Memory: one `Pending` record per URL placed and not yet done (pending in the front queues, waiting
+in a back queue, or in flight), freed when the engine reports the URL done: about 120 bytes, 260
+with the entry and URL string it keeps alive (which the frontier alone would have spilled to disk);
+bench/policies measures it. Notes on linked URLs not placed yet (`_fresh`) live until the next drain
+of the URL-seen buffer.
 """
 
 from __future__ import annotations
