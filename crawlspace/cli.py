@@ -1,31 +1,22 @@
-"""Command-line entry points: parse arguments, build the config, call the API. Nothing else lives here."""
+"""Command-line entry points: parse arguments, build the config, call the API (crawlspace.api). Nothing else here."""
 
 from __future__ import annotations
 
-import asyncio
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
+from crawlspace.api import Crawler, CrawlError, SeedProblem, SeedsError, saved_config
 from crawlspace.config import POLICY_NAMES, ConfigError, CrawlConfig, reference_markdown
-from crawlspace.crawl.engine import CrawlEngine, read_seeds
-from crawlspace.store import CrawlTableError
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
     click.echo(f"crawlspace: error: {message}", err=True)
     sys.exit(code)
-
-
-def install_event_loop_policy() -> None:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
-        return
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
 def _parse_resolve(values: tuple[str, ...]) -> dict[str, str]:
@@ -38,25 +29,28 @@ def _parse_resolve(values: tuple[str, ...]) -> dict[str, str]:
     return mapping
 
 
-def check_output_dir(out: Path) -> None:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        fail(f"output directory {out} is not writable: {exc.strerror or exc}")
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="crawlspace")
 def main() -> None:
     """crawlspace: a polite, fast, resumable web crawler."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("crawlspace: %(levelname)s: %(message)s"))
+    root = logging.getLogger("crawlspace")
+    if not root.handlers:
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
 
 
 @main.command()
-@click.argument("seeds_file", type=click.Path(path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="Crawl directory.")
+@click.argument("seeds_file", required=False, type=click.Path(path_type=Path))
+@click.option("--out", "out", type=click.Path(path_type=Path), help="Crawl directory.")
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=click.Path(path_type=Path),
+    help="Continue the crawl in this directory from its last checkpoint, with its saved configuration "
+    "(options given change it; the changes are reported).",
+)
 @click.option("--config", "config_file", type=click.Path(path_type=Path), help="TOML configuration file.")
 @click.option("--max-pages", type=int, help="Stop after this many fetches.")
 @click.option("--max-seconds", type=float, help="Stop after this many seconds.")
@@ -87,8 +81,9 @@ def main() -> None:
 @click.option("--policy", type=click.Choice(POLICY_NAMES), help="Crawl ordering (default: bfs).")
 @click.option("--topic", help="Topic keywords of the focused policy (space or comma separated).")
 def crawl(
-    seeds_file: Path,
-    out: Path,
+    seeds_file: Path | None,
+    out: Path | None,
+    resume_dir: Path | None,
     config_file: Path | None,
     user_agent: str | None,
     robots_agent: str | None,
@@ -102,13 +97,13 @@ def crawl(
     topic: str | None,
     **options: Any,
 ) -> None:
-    """Crawl from the URLs in SEEDS_FILE into the directory --out."""
-    if not seeds_file.is_file():
-        fail(f"seeds file {seeds_file} does not exist")
-    if hosts_file is not None and not hosts_file.is_file():
-        fail(f"hosts file {hosts_file} does not exist")
-    if config_file is not None and not config_file.is_file():
-        fail(f"config file {config_file} does not exist")
+    """Crawl from the URLs in SEEDS_FILE into the directory --out, or continue a crawl (--resume DIR)."""
+    if resume_dir is not None:
+        if out is not None and out != resume_dir:
+            fail("--resume names the crawl directory; --out is not needed")
+        out = resume_dir
+    elif out is None or seeds_file is None:
+        fail("give SEEDS_FILE and --out DIR for a new crawl, or --resume DIR to continue one")
     overrides: dict[str, Any] = dict(options)
     if user_agent:
         overrides["user_agent"] = user_agent
@@ -127,35 +122,31 @@ def crawl(
     if topic:
         overrides["focused_keywords"] = topic.replace(",", " ").split()
     try:
-        config = CrawlConfig.load(config_file, **overrides)
+        base = saved_config(out) if resume_dir is not None else None
+        config = CrawlConfig.load(config_file, base=base, **overrides)
+        crawler = Crawler(config, out=out, seeds_file=seeds_file, progress=live, resume=resume_dir is not None)
     except ConfigError as exc:
         fail(str(exc))
-    check_output_dir(out)
-    seeds, problems = read_seeds(seeds_file)
-    for problem in problems:
-        click.echo(f"crawlspace: warning: {seeds_file}:{problem.line}: {problem.reason}; skipped", err=True)
-    if not seeds:
-        fail(f"no valid seed URL in {seeds_file}")
-    try:
-        stats = run_crawl(config, out, seeds, invalid_seeds=len(problems), live=live)
-    except (CrawlTableError, ConfigError) as exc:  # another crawl holds the table; an unreadable topic file
+    except SeedsError as exc:
+        _warn_seeds(exc.problems)
         fail(str(exc))
-    click.echo(json.dumps(stats, indent=2))
+    except CrawlError as exc:
+        fail(str(exc))
+    _warn_seeds(crawler.seed_problems)
+    for key, (before, now) in crawler.config_changes.items():
+        click.echo(f"crawlspace: resuming with {key} = {json.dumps(now)} (was {json.dumps(before)})", err=True)
+    try:
+        stats = crawler.run()
+    except (CrawlError, ConfigError) as exc:  # another crawl holds the directory's table; an unreadable topic
+        fail(str(exc))
+    click.echo(json.dumps(stats.to_dict(), indent=2))
+    if stats.termination == "disk-full":
+        fail("disk full: the crawl stopped with its state intact; free space, then continue with --resume", code=75)
 
 
-def run_crawl(
-    config: CrawlConfig, out: Path, seeds: list[str], *, invalid_seeds: int = 0, live: bool | None = None
-) -> dict[str, Any]:
-    install_event_loop_policy()
-    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
-
-    async def go() -> dict[str, Any]:
-        engine = CrawlEngine(config, out, live_progress=live)
-        engine.stats.invalid_seeds = invalid_seeds
-        engine.add_seeds(seeds)
-        return (await engine.run()).to_dict()
-
-    return asyncio.run(go())
+def _warn_seeds(problems: list[SeedProblem]) -> None:
+    for problem in problems:
+        click.echo(f"crawlspace: warning: {problem}; skipped", err=True)
 
 
 @main.group(name="warc")
@@ -310,7 +301,10 @@ def evaluate(
     unknown = [name for name in names if name not in POLICY_NAMES]
     if unknown or not names:
         fail(f"--policies: unknown {', '.join(unknown) or 'nothing'}; choose from {', '.join(POLICY_NAMES)}")
-    check_output_dir(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"output directory {out}: {exc.strerror or exc}")
     setup = EvaluationSetup(
         web=EVALUATION_WEB.replace(hosts=hosts, seed=seed),
         seeds=seed_count,

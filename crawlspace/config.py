@@ -273,7 +273,8 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     ] = ()
     exclude: Annotated[tuple[str, ...], _doc("Regular expressions: a URL matching any of them is not crawled.")] = ()
     allowed_schemes: Annotated[
-        tuple[Literal["http", "https"], ...], _doc("URL schemes crawled (http and https are the only ones fetched).")
+        tuple[Literal["http", "https"], ...],
+        _doc("URL schemes crawled; the schemes of protocol handlers given to Crawler(handlers=...) are added."),
     ] = ("http", "https")
     exclude_extensions: Annotated[
         tuple[str, ...],
@@ -307,6 +308,13 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         ),
     ] = MAX_HOST_DEPTH
     max_links_per_page: Annotated[int, _doc("Links taken from one page; the rest are dropped.", ge=0)] = MAX_LINKS
+    follow_links: Annotated[
+        bool,
+        _doc(
+            "Follow the links of fetched pages. False: only seeds, redirect targets and the URLs that page "
+            "processors emit (Follow) are crawled: a processor then decides, e.g. a focused crawl."
+        ),
+    ] = True
     follow_nofollow: Annotated[
         bool, _doc("Follow rel=nofollow links and links of pages with a nofollow robots directive.")
     ] = False
@@ -370,6 +378,21 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         bool, _doc("fsync WARC files and the table log at each commit (survives power loss, not only crashes).")
     ] = True
     progress_interval: Annotated[float, _doc("Seconds between progress reports.", gt=0)] = 2.0
+
+    # extensions (Python API: crawlspace.Crawler)
+    processor_concurrency: Annotated[
+        int,
+        _doc(
+            "Pages whose processors may run at once (async and pooled ones are awaited meanwhile); while this "
+            "many wait, no new fetch starts, so memory stays bounded however slow they are.",
+            ge=1,
+            le=100_000,
+        ),
+    ] = 16
+    processor_timeout: Annotated[
+        PositiveFloat | None,
+        _doc("Seconds an async or pooled processor may spend on one page before it is abandoned for it."),
+    ] = 300.0
 
     # crawl policy
     policy: Annotated[
@@ -439,16 +462,17 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         try:
             return msgspec.convert(values, cls, strict=False)
         except msgspec.ValidationError as exc:
-            raise ConfigError(f"{source}: {_clean(str(exc))}") from None
+            raise ConfigError(f"{source}: {_keyed(str(exc))}") from None
 
     @classmethod
-    def load(cls, path: str | Path | None = None, **overrides: Any) -> CrawlConfig:
-        """Read a TOML file (if given) and apply keyword overrides on top of it."""
-        values: dict[str, Any] = {}
+    def load(cls, path: str | Path | None = None, *, base: CrawlConfig | None = None, **overrides: Any) -> CrawlConfig:
+        """Read a TOML file (if given) and apply keyword overrides on top of it; keys neither sets keep
+        their value in `base` (a resumed crawl's saved configuration) or their default."""
+        values: dict[str, Any] = base.to_dict() if base is not None else {}
         if path is not None:
             try:
                 with open(path, "rb") as handle:
-                    values = tomllib.load(handle)
+                    values.update(tomllib.load(handle))
             except OSError as exc:
                 raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
             except tomllib.TOMLDecodeError as exc:
@@ -501,6 +525,15 @@ def _check_policy(config: CrawlConfig) -> None:
 
 def _clean(message: str) -> str:
     return message.replace(" - at `$`", "").replace("`$.", "`")
+
+
+_AT_KEY = re.compile(r"^(?P<message>.*) - at `\$\.(?P<key>[^`]+)`$", re.DOTALL)
+
+
+def _keyed(message: str) -> str:
+    """msgspec's "Expected ... - at `$.key`" as "key: Expected ...", the form keyword construction reports."""
+    match = _AT_KEY.match(message)
+    return f"{match['key']}: {match['message']}" if match else _clean(message)
 
 
 def reference_markdown() -> str:

@@ -38,7 +38,7 @@ def _cpu_seconds() -> float:
 
 
 def run_demo(out: Path, *, hosts: int, seed: int, live: bool | None) -> dict[str, Any]:
-    from crawlspace.cli import run_crawl
+    from crawlspace.api import Crawler
 
     web = SimWeb.generate(DEMO_WEB.replace(hosts=hosts, seed=seed))
     click.echo(f"simulated web: {len(web.hosts)} hosts, {len(web.all_urls())} URLs (seed {seed})", err=True)
@@ -54,7 +54,7 @@ def run_demo(out: Path, *, hosts: int, seed: int, live: bool | None) -> dict[str
         )
         click.echo(f"serving on 127.{running.octet}.x.y:{running.port}; crawling into {out}", err=True)
         cpu_before = _cpu_seconds()
-        stats = run_crawl(config, out, list(running.seeds), live=live)
+        stats = Crawler(config, out=out, seeds=running.seeds, progress=live).run().to_dict()
         cpu = _cpu_seconds() - cpu_before
     verdict = judge_crawl(web, running.read_log(), running.seeds, min_delay=DEMO_MIN_DELAY)
     summary = {

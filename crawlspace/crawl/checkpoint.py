@@ -57,6 +57,7 @@ class CrawlState(msgspec.Struct, kw_only=True):
     attempts: dict[str, int] = {}  # URL -> failed attempts while a retry is pending
     sitemaps: list[str] = []  # URLs in the frontier that are sitemap files
     sitemap_files: dict[str, int] = {}  # sitemap files queued per origin
+    robots_waiting: list[str] = []  # hosts whose URLs wait for an unreachable robots.txt to come back
 
     def encode(self) -> bytes:
         return msgspec.msgpack.encode(self)

@@ -20,7 +20,6 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +32,12 @@ from crawlspace.dns import AddressGuard, DNSFailure, Resolver
 from crawlspace.dns.resolver import hostname_of_authority
 from crawlspace.fetch import Fetcher, FetchResult, Outcome
 from crawlspace.fetch.retry import RetryPolicy
-from crawlspace.frontier import Frontier, FrontierEntry, Lease, Politeness
-from crawlspace.parse import parse_html
+from crawlspace.frontier import Frontier, FrontierEntry, Lease, Politeness, Prioritizer
+from crawlspace.hooks.protocols import Page, ProtocolHandler
+from crawlspace.hooks.runtime import Extensions
+from crawlspace.parse import ParsedPage, parse_html
 from crawlspace.parse.sitemap import SitemapKind, parse_sitemap
-from crawlspace.policies import OrderingPolicy, Outlink, PageContent, make_policy
+from crawlspace.policies import Outlink, PageContent, as_policy, make_policy
 from crawlspace.robots import RobotsCache, RobotsRules
 from crawlspace.robots.cache import MAX_REDIRECT_HOPS
 from crawlspace.robots.persist import RobotsLog
@@ -46,28 +47,6 @@ from crawlspace.store import PageStore, StoreOptions
 from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of, url_fingerprint
 from crawlspace.urls.filter import Reason, filter_from_config
 from crawlspace.urls.fingerprint import content_fingerprint
-
-
-@dataclass(frozen=True, slots=True)
-class SeedProblem:
-    line: int
-    text: str
-    reason: str
-
-
-def read_seeds(path: Path) -> tuple[list[str], list[SeedProblem]]:
-    """Normalized seed URLs of a seeds file (one per line, # comments), and the lines that were not."""
-    seeds: list[str] = []
-    problems: list[SeedProblem] = []
-    for number, raw in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
-        text = raw.split("#", 1)[0].strip() if raw.lstrip().startswith("#") else raw.strip()
-        if not text:
-            continue
-        try:
-            seeds.append(normalize(text))
-        except InvalidURL as exc:
-            problems.append(SeedProblem(number, text, str(exc)))
-    return seeds, problems
 
 
 def _host_failed(result: FetchResult) -> bool:
@@ -90,7 +69,9 @@ class CrawlEngine:
         *,
         live_progress: bool | None = None,
         resume: bool = False,
-        policy: OrderingPolicy | None = None,
+        extensions: Extensions | None = None,
+        prioritizer: Prioritizer | None = None,
+        handle_signals: bool = True,
     ) -> None:
         self.config = config
         self.out_dir = Path(out_dir)
@@ -112,8 +93,8 @@ class CrawlEngine:
         self.resolver = Resolver.from_config(config)
         self._lookups: set[asyncio.Task[None]] = set()
         self.resuming = resume
-        # the crawl order (config.policy unless given): the frontier's prioritizer, fed page events
-        self.policy = policy if policy is not None else make_policy(config)
+        # the crawl order (config.policy unless a prioritizer is given): fed page events if it is a policy
+        self.policy = as_policy(prioritizer) if prioritizer is not None else make_policy(config)
         self._policy_pages = self.policy.observes_pages
         self._policy_reported = ""  # the last URL whose page the policy saw through _enqueue
         self.frontier = Frontier.open(
@@ -143,13 +124,20 @@ class CrawlEngine:
         )
         self._low_water = 2 * config.concurrency  # below this many queued URLs the URL buffer is drained
         self._sitemaps_submitted: set[str] = set()  # sitemap URLs waiting in the URL buffer
+        # the user's filters, processors, sinks and protocol handlers (crawlspace.hooks); the schemes of
+        # the handlers are crawlable: normalized, let through the scheme filter and followed
+        self.extensions = extensions or Extensions()
+        self._crawlable = ("http://", "https://", *(scheme + ":" for scheme in sorted(self.extensions.schemes)))
+        self._not_http = tuple(scheme + ":" for scheme in sorted(self.extensions.other_schemes))
         self.normalizer = Normalizer(
             strip_session_ids=config.strip_session_ids,
             strip_tracking=config.strip_tracking_params,
             strip_params=config.strip_params,
             sort_query=config.sort_query,
+            extra_schemes=self.extensions.schemes,
         )
         self.url_filter = filter_from_config(config)
+        self.url_filter.schemes |= self.extensions.schemes
         self._sitemaps: set[str] = set()  # sitemap URLs in the frontier, fetched as sitemaps
         self._robots_fetched_for: dict[str, str] = {}  # origin -> URL whose lease fetched its robots.txt
         self._parked: set[str] = set()  # hosts whose URLs wait for the retry of an unreachable robots.txt
@@ -166,6 +154,8 @@ class CrawlEngine:
             warcinfo={"http-header-user-agent": config.user_agent, "robots": "obey", "isPartOf": self.out_dir.name},
         )
         self._live_progress = live_progress
+        # Ctrl-C and SIGTERM stop the crawl gracefully; not when it runs inside an application's own loop
+        self._signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
         self._changed = asyncio.Event()
         self._stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
@@ -179,6 +169,7 @@ class CrawlEngine:
             self._resume()
         else:
             self.journals.reset()
+        self.extensions.attach(self.stats.errors)  # the resumed crawl's counters, when resuming
         self.checkpoint()  # the base every later crash resumes from
 
     # -- public ------------------------------------------------------------------------------
@@ -234,6 +225,7 @@ class CrawlEngine:
             attempts=dict(self._attempts),
             sitemaps=sorted(self._sitemaps),
             sitemap_files=dict(self._sitemap_files),
+            robots_waiting=sorted(self._parked),
         )
         self.frontier.checkpoint(state.encode())
         self.journals.start(generation)
@@ -249,6 +241,7 @@ class CrawlEngine:
         self._attempts = dict(state.attempts)
         self._sitemaps = set(state.sitemaps)
         self._sitemap_files = Counter(state.sitemap_files)
+        self._parked = set(state.robots_waiting)
         restored_robots = self.robots_log.restore(self.robots, time.monotonic())
         self.journals.generation = max([state.generation - 1, *self.journals.generations()])
         report = ReplayReport()
@@ -314,7 +307,7 @@ class CrawlEngine:
         loop = asyncio.get_running_loop()
         for host in self.frontier.hosts_awaiting_address():  # activated before the loop ran
             self._host_activated(host)
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in self._signals:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal)
         fetcher = Fetcher.from_config(self.config, self.resolver, self.guard)
@@ -328,12 +321,13 @@ class CrawlEngine:
                     finally:
                         progress.cancel()
         finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in self._signals:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
             for lookup in self._lookups:  # no DNS for hosts activated at shutdown
                 lookup.cancel()
             await self.resolver.close()
+            await self._close_extensions()
             self.policy.close()
             self.stats.sections.update(dns=self.resolver.stats(), guard=self.guard.stats(), fetch=fetcher.stats())
             self.stats.sections["frontier"] = {
@@ -381,6 +375,7 @@ class CrawlEngine:
             if self._stopping:
                 break
             await slots.acquire()
+            await self.extensions.room()  # processors keep up, or no new fetch starts
             if self.urlset.pending and len(self.frontier) < self._low_water:
                 self._drain_urls()
             lease = self.frontier.acquire()
@@ -389,7 +384,11 @@ class CrawlEngine:
                     self._drain_urls()
                     lease = self.frontier.acquire()
                     continue
-                if self.frontier.in_flight == 0 and (len(self.frontier) == 0 or self._only_robots_waits()):
+                if (
+                    self.frontier.in_flight == 0
+                    and not self.extensions.busy  # a page being processed may still emit URLs
+                    and (len(self.frontier) == 0 or self._only_robots_waits())
+                ):
                     # nothing left that may be fetched: a crawl does not idle only to retry the
                     # robots.txt of unreachable hosts; their URLs stay queued (robots_waiting)
                     self.stats.robots_waiting = len(self.frontier)
@@ -409,14 +408,15 @@ class CrawlEngine:
             task = asyncio.create_task(self._process(fetcher, lease))
             self._tasks.add(task)
             task.add_done_callback(functools.partial(self._task_done, slots=slots))
+        grace = self.config.shutdown_grace if self.stats.termination in ("interrupted", "disk-full") else None
         if self._tasks:
-            grace = self.config.shutdown_grace if self.stats.termination in ("interrupted", "disk-full") else None
             _, late = await asyncio.wait(set(self._tasks), timeout=grace)
             for task in late:  # abandoned: their URLs were leased, so the checkpoint hands them out again
                 task.cancel()
             if late:
                 self.stats.errors["abandoned-at-shutdown"] += len(late)
                 await asyncio.gather(*late, return_exceptions=True)
+        await self.extensions.drain(timeout=grace)  # pages fetched are processed, within the grace period
 
     def _only_robots_waits(self) -> bool:
         """Is every queued URL on a host that waits for the retry of an unreachable robots.txt?
@@ -474,6 +474,7 @@ class CrawlEngine:
             "urls_buffered": self.urlset.pending,
             "robots_cached": len(self.robots),
             "dns_cached": len(self.resolver),
+            **self.extensions.gauges(),
         }
 
     # -- one lease ---------------------------------------------------------------------------
@@ -509,6 +510,9 @@ class CrawlEngine:
 
     async def _process_lease(self, fetcher: Fetcher, lease: Lease) -> None:
         entry = lease.entry
+        if self._not_http and entry.url.startswith(self._not_http):
+            await self._process_by_handler(lease)
+            return
         self._parked.discard(lease.host)
         try:  # usually answered from the cache (prefetched); a dead host fails here, before robots.txt
             address = await self.resolver.resolve(hostname_of_authority(lease.host))
@@ -545,7 +549,7 @@ class CrawlEngine:
             self._sitemaps.discard(entry.url)
             self._release(lease, 0.0, contacted=False)
             return
-        result = await fetcher.fetch(entry.url)
+        result = await self._fetch_page(fetcher, entry.url)
         attempts = self._attempts.pop(entry.url, 0) + 1
         decision = self.retry.decide(result, attempts)
         try:
@@ -554,7 +558,9 @@ class CrawlEngine:
                     self._sitemaps.discard(entry.url)
                 self._record_sitemap(result, entry)
             else:
-                self._record(result, entry)
+                page = self._record(result, entry)
+                if not decision.retry:
+                    self._page_done(result, entry, page)
             if decision.retry:  # back into the frontier, behind a longer rest of its host: no worker waits
                 self._attempts[entry.url] = attempts
                 self.stats.retries += 1
@@ -576,6 +582,9 @@ class CrawlEngine:
         prefetch). With per-IP politeness the frontier hands the host out once it has it."""
         if self._stopping:
             return  # URLs drained into the frontier at shutdown are not fetched in this run
+        if not host:  # file:///...: no name to look up (its handler reads local files)
+            self.frontier.set_host_address(host, None)
+            return
         address = self.resolver.cached(hostname_of_authority(host))
         if address is not None:
             self.frontier.set_host_address(host, address)
@@ -680,13 +689,13 @@ class CrawlEngine:
         stats.sitemap_urls += len(sitemap.urls)
         self._follow([(url, entry.depth + 1, 0) for url in sitemap.urls], result.url, resolve=True)
 
-    def _record(self, result: FetchResult, entry: FrontierEntry) -> None:
-        """Account, store and follow up one fetch."""
+    def _record(self, result: FetchResult, entry: FrontierEntry) -> ParsedPage | None:
+        """Account, store and follow up one fetch; returns the parse of its body if it was parsed."""
         stats = self.stats
         self._count_fetch(result)
         if not result.status:
             self.store.record(result, depth=entry.depth)
-            return
+            return None
         if result.outcome is Outcome.REDIRECT:
             self.store.record(result, depth=entry.depth)
             location = result.header("location")
@@ -695,30 +704,18 @@ class CrawlEngine:
                     with contextlib.suppress(InvalidURL):
                         self.url_filter.add_seed(self.normalizer(join(result.url, location)))
                 self._follow([(location, entry.depth, entry.hops + 1)], result.url, source=entry.url)
-            return
-        # a body truncated at the size limit is stored marked as such and still parsed (Heritrix)
-        complete_or_cut = result.outcome is Outcome.OK or (
-            result.outcome is Outcome.TOO_LARGE and 200 <= result.status < 300
-        )
-        if not complete_or_cut or result.content_type not in self._parsed_types:
+            return None
+        if not self._parseable(result):
             self.store.record(result, depth=entry.depth)
-            return
+            return None
         body = result.content(self.config.max_body_bytes)
         fingerprint = content_fingerprint(body)
         verdict = self.content.check(result.url, fingerprint, result.started)
         if verdict.kind is ContentKind.EXACT:  # seen at another URL: a revisit record, links not extracted
             stats.duplicate_content += 1
             self.store.record_duplicate(result, str(verdict.of_url), fingerprint=fingerprint, depth=entry.depth)
-            return
-        page = parse_html(
-            body,
-            result.url,
-            result.header("content-type"),
-            header_values(result, "x-robots-tag"),
-            agent=self.config.robots_agent,
-            link_headers=header_values(result, "link"),
-            max_links=self.config.max_links_per_page,
-        )
+            return None
+        page = self._parse(result, body)
         if verdict.kind is ContentKind.UNCHANGED:  # this URL's own last body: a revisit, links followed
             self.store.record_duplicate(result, result.url, fingerprint=fingerprint, depth=entry.depth)
         else:
@@ -747,8 +744,10 @@ class CrawlEngine:
                 stats.canonical_elsewhere += 1
                 followed.append((canonical, entry.depth + 1, 0))
                 anchors.append("")
-        content = PageContent(page.title, page.text) if self._policy_pages else None
-        self._follow(followed, result.url, source=entry.url, anchors=anchors, content=content)
+        if self.config.follow_links:  # else only the processors' Follows lead on from a page
+            content = PageContent(page.title, page.text) if self._policy_pages else None
+            self._follow(followed, result.url, source=entry.url, anchors=anchors, content=content)
+        return page
 
     def _follow(
         self,
@@ -771,7 +770,7 @@ class CrawlEngine:
             except InvalidURL:
                 self.stats.filtered[Reason.INVALID_URL] += 1
                 continue
-            if not absolute.startswith(("http://", "https://")):
+            if not absolute.startswith(self._crawlable):
                 self.stats.filtered[Reason.SCHEME] += 1
                 continue
             entries.append(FrontierEntry(normalizer.serialized(absolute), depth, hops))
@@ -793,7 +792,7 @@ class CrawlEngine:
         outlinks: list[Outlink] = []
         observe = source is not None and self._policy_pages
         for index, entry in enumerate(entries):
-            reason = self.url_filter.rejection(entry)
+            reason = self._rejection(entry)
             if reason is not None:
                 self.stats.filtered[reason] += 1
                 continue
@@ -847,6 +846,90 @@ class CrawlEngine:
         if new:
             self._changed.set()
         return added
+
+    # -- extension points (crawlspace.hooks) --------------------------------------------------
+
+    def _rejection(self, entry: FrontierEntry) -> str | None:
+        """The built-in filter chain's reason to keep `entry` out, else the user filters'."""
+        return self.url_filter.rejection(entry) or self.extensions.rejection(entry)
+
+    def _parseable(self, result: FetchResult) -> bool:
+        """A response whose body is parsed for links and text: a 2xx of a parsed type, also when
+        truncated at the size limit (stored marked as such and still parsed, as Heritrix does)."""
+        complete_or_cut = result.outcome is Outcome.OK or (
+            result.outcome is Outcome.TOO_LARGE and 200 <= result.status < 300
+        )
+        return complete_or_cut and result.content_type in self._parsed_types
+
+    def _parse(self, result: FetchResult, body: bytes) -> ParsedPage:
+        return parse_html(
+            body,
+            result.url,
+            result.header("content-type"),
+            header_values(result, "x-robots-tag"),
+            agent=self.config.robots_agent,
+            link_headers=header_values(result, "link"),
+            max_links=self.config.max_links_per_page,
+        )
+
+    async def _fetch_page(self, fetcher: Fetcher, url: str) -> FetchResult:
+        """The built-in HTTP fetch, or the handler registered for the URL's scheme."""
+        handler = self.extensions.handler_for(url)
+        return await (fetcher.fetch(url) if handler is None else self.extensions.fetch(handler, url))
+
+    async def _process_by_handler(self, lease: Lease) -> None:
+        """A URL of a non-HTTP scheme (file:) that a registered handler fetches: no DNS, no robots.txt,
+        no retries; the host's politeness delay applies only if the handler asks for it."""
+        entry = lease.entry
+        handler: ProtocolHandler | None = self.extensions.handler_for(entry.url)
+        assert handler is not None, f"no handler for {entry.url}"
+        result = await self.extensions.fetch(handler, entry.url)
+        try:
+            self._page_done(result, entry, self._record(result, entry))
+        finally:
+            self._release(lease, result.duration, contacted=bool(handler.polite))
+
+    def _page_done(self, result: FetchResult, entry: FrontierEntry, parsed: ParsedPage | None) -> None:
+        """Hand a fetched response to the processors (robots.txt and sitemaps are not pages).
+
+        `parsed` is `_record`'s parse, None where it did not parse the body: not 2xx, not a parsed
+        type, or an exact duplicate of a page seen before. Duplicates are parsed here: the crawler
+        does not follow their links again, but processors see every page they were fetched as.
+        """
+        if not self.extensions.processes_pages or not result.status:
+            return
+        body = result.content(self.config.max_body_bytes)
+        if parsed is None and self._parseable(result):
+            parsed = self._parse(result, body)
+        page = Page(
+            url=result.url,
+            status=result.status,
+            headers=tuple(result.headers),
+            body=body,
+            depth=entry.depth,
+            fetched_at=result.started,
+            truncated=result.truncated,
+            title=parsed.title if parsed else "",
+            text=parsed.text if parsed else "",
+            links=tuple(parsed.links) if parsed else (),
+            canonical=parsed.canonical if parsed else None,
+            noindex=parsed.meta_noindex if parsed else False,
+        )
+        task = self.extensions.submit(page, self._follow_emitted)
+        task.add_done_callback(lambda _: self._changed.set())  # the crawl may end once processors are done
+
+    def _follow_emitted(self, page: Page, hrefs: list[str]) -> None:
+        """URLs a processor emitted: resolved against the page, then the path of its links."""
+        self._follow([(href, page.depth + 1, 0) for href in hrefs], page.url, resolve=True)
+
+    async def _close_extensions(self) -> None:
+        """Processors of pages still in hand finish (or are cancelled if the crawl failed), then every
+        extension is closed, so that the sinks' last items are in stats.json."""
+        self.extensions.cancel()
+        await self.extensions.drain()
+        await self.extensions.close()
+        if self.extensions.active:
+            self.stats.sections["extensions"] = self.extensions.stats()
 
     # -- the ordering policy's events ---------------------------------------------------------
 

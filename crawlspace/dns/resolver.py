@@ -269,8 +269,8 @@ class Resolver:
         """Resolve `host` (a name or an authority) in the background unless its answer is cached
         or on its way. Cheap when there is nothing to do; never raises. Needs a running loop."""
         name = hostname_of_authority(host)
-        if name in self._static or name in self._pending or is_ip_literal(name):
-            return
+        if not name or name in self._static or name in self._pending or is_ip_literal(name):
+            return  # (no name: a URL without a host, such as file:///, has nothing to resolve)
         entry = self._cache.get(name)
         now = self._clock()
         if entry is not None and (

@@ -382,7 +382,10 @@ class Frontier:
         host.status = PARKED
         self._active -= 1
         self._parked_count += 1
-        host.heap_seq = 0
+        if host.heap_seq:  # its entry in its group's heap is void now: the group's key may change
+            host.heap_seq = 0
+            if host.group is not None:
+                self._schedule(host.group)
         host.queue.spill_all()
         self._seq += 1
         host.park_seq = self._seq
@@ -604,6 +607,8 @@ class Frontier:
                 self._deactivate(host, now)
         if group.heap:
             self._schedule(group)
+        if host.group is not None and host.group is not group and host.group.heap:
+            self._schedule(host.group)  # readdressed while leased: its new group's key may have moved
         if self._active < self._max_back:
             self._refill(now)
 
@@ -769,9 +774,11 @@ class Frontier:
         """Checkpoint and release the store (and its directory lock). Idempotent."""
         if self._closed:
             return
-        self.checkpoint()
-        self._closed = True
-        self._store.close()
+        try:
+            self.checkpoint()
+        finally:  # even when the checkpoint fails (a full disk): the directory lock is released
+            self._closed = True
+            self._store.close()
 
     def __enter__(self) -> Frontier:
         return self

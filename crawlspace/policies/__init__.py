@@ -25,7 +25,7 @@ from crawlspace.policies.bigsite import BigSiteFirst
 from crawlspace.policies.focused import FocusedCrawl, TopicScorer
 from crawlspace.policies.opic import OnlineImportance
 from crawlspace.policies.pagerank import PartialPageRank
-from crawlspace.policies.registry import POLICIES, make_policy
+from crawlspace.policies.registry import POLICIES, as_policy, make_policy
 from crawlspace.policies.simple import BreadthFirstOrder, DepthFirstOrder, RandomOrder
 
 __all__ = [
@@ -44,5 +44,6 @@ __all__ = [
     "RandomOrder",
     "ScoredPolicy",
     "TopicScorer",
+    "as_policy",
     "make_policy",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crawlspace.config import ConfigError, CrawlConfig
+from crawlspace.frontier import Prioritizer
 from crawlspace.parse import parse_html
 from crawlspace.policies.backlinks import BacklinkCount
 from crawlspace.policies.base import OrderingPolicy
@@ -12,7 +13,7 @@ from crawlspace.policies.bigsite import BigSiteFirst
 from crawlspace.policies.focused import FocusedCrawl, TopicScorer
 from crawlspace.policies.opic import OnlineImportance
 from crawlspace.policies.pagerank import PartialPageRank
-from crawlspace.policies.simple import BreadthFirstOrder, DepthFirstOrder, RandomOrder
+from crawlspace.policies.simple import BreadthFirstOrder, DepthFirstOrder, GivenPrioritizer, RandomOrder
 
 POLICIES: dict[str, str] = {
     "bfs": "breadth-first: discovery order (the default)",
@@ -80,3 +81,17 @@ def make_policy(config: CrawlConfig) -> OrderingPolicy:
             threshold=config.focused_threshold,
         )
     raise ConfigError(f"policy: unknown policy {name!r}; one of {', '.join(POLICIES)}")
+
+
+_POLICY_METHODS = ("page_done", "requeue", "settled", "stats", "close")
+
+
+def as_policy(prioritizer: Prioritizer | OrderingPolicy) -> OrderingPolicy:
+    """A prioritizer given through the API (`Crawler(prioritizer=...)`): an ordering policy of this
+    package (or any object with its methods) is fed page events; a plain frontier prioritizer only
+    places URLs."""
+    if all(callable(getattr(prioritizer, name, None)) for name in _POLICY_METHODS) and hasattr(
+        prioritizer, "prioritizer"
+    ):
+        return prioritizer  # type: ignore[return-value]
+    return GivenPrioritizer(prioritizer)  # type: ignore[arg-type]

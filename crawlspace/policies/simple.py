@@ -11,7 +11,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from crawlspace.frontier import BreadthFirst, FrontierEntry
+from crawlspace.frontier import BreadthFirst, FrontierEntry, Prioritizer
 from crawlspace.policies.base import FrontPrioritizer, Outlink, PageContent
 
 
@@ -105,3 +105,19 @@ class RandomOrder(_Stateless):
 
     def priority(self, entry: FrontierEntry) -> int:
         return self._rng.randrange(self._levels)
+
+
+class GivenPrioritizer(_Stateless):
+    """A plain frontier prioritizer passed through the API: it places URLs and hears no page events."""
+
+    name = "custom"
+
+    def __init__(self, prioritizer: Prioritizer) -> None:
+        self._prioritizer = prioritizer
+
+    @property
+    def prioritizer(self) -> FrontPrioritizer:
+        return self._prioritizer
+
+    def stats(self) -> dict[str, Any]:
+        return {"policy": f"custom ({type(self._prioritizer).__name__})", "levels": self._prioritizer.levels}

@@ -12,7 +12,8 @@ the host, as in Nutch's `com.example:http/`, would not guarantee: `com.example0:
 `com.example.www:` and `com.example:`). The first segment after the host always holds the scheme,
 the port when it is not the scheme's default, and the userinfo if any, so the key is unambiguous
 and `url_of(row_key(url)) == url` for every normalized URL. IP addresses are not reversed (their
-octets already read from the network to the host).
+octets already read from the network to the host). A `file:` URL has no host: `file:///srv/a`
+is `/file/srv/a`, and all of them sort together before any host.
 """
 
 from __future__ import annotations
@@ -79,9 +80,9 @@ def _row_key_general(url: str) -> str:
         host, port = hostport[: close + 1], hostport[close + 2 :] if close + 1 < len(hostport) else ""
     else:
         host, _, port = hostport.partition(":")
-    if not host:
-        raise RowKeyError(f"URL without a host: {url!r}")
     scheme = scheme.lower()
+    if not host and scheme != "file":  # file:///path has no host: its key is /file/path
+        raise RowKeyError(f"URL without a host: {url!r}")
     if port == DEFAULT_PORTS.get(scheme):
         port = ""
     segment = scheme + (":" + port if port else "") + ("@" + userinfo if at else "")
@@ -91,7 +92,7 @@ def _row_key_general(url: str) -> str:
 def url_of(key: str) -> str:
     """The URL a row key was made from (inverse of `row_key` for normalized URLs)."""
     host, sep, rest = key.partition("/")
-    if not sep or not host or not rest:
+    if not sep or not rest or not (host or rest.startswith("file/")):
         raise RowKeyError(f"not a row key: {key!r}")
     slash = rest.find("/")
     question = rest.find("?")

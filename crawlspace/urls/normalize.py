@@ -121,10 +121,11 @@ class Normalizer:
     """The canonical spelling of an http(s) URL used for the URL-seen test and storage.
 
     Immutable once built; `Normalizer()` applies RFC 3986 §6 only. The optional rules apply to
-    the query (and, for session ids, to `;jsessionid=`-style path parameters).
+    the query (and, for session ids, to `;jsessionid=`-style path parameters). `extra_schemes`
+    makes URLs of other schemes crawlable (those a registered protocol handler fetches).
     """
 
-    __slots__ = ("_drop", "_path_session", "_sort")
+    __slots__ = ("_drop", "_path_session", "_prefixes", "_sort")
 
     def __init__(
         self,
@@ -133,7 +134,10 @@ class Normalizer:
         strip_tracking: bool = False,
         strip_params: Iterable[str] = (),
         sort_query: bool = False,
+        extra_schemes: Iterable[str] = (),
     ) -> None:
+        # schemes a protocol handler fetches (file:) are crawlable too; WHATWG serializes them as scheme:...
+        self._prefixes = ("http://", "https://", *(scheme.lower() + ":" for scheme in extra_schemes))
         patterns = list(strip_params)
         if strip_session_ids:
             patterns += SESSION_ID_PARAMS
@@ -161,7 +165,7 @@ class Normalizer:
         WHATWG serializations are fixed points of the WHATWG parser, so parsing again would only
         cost time (it is half of `__call__`); anything else must go through `__call__`.
         """
-        if not href.startswith(("http://", "https://")):
+        if not href.startswith(self._prefixes):
             raise InvalidURL(f"not an http(s) URL: {href!r}")
         hash_at = href.find("#")  # WHATWG escapes '#' everywhere but in front of the fragment
         if hash_at >= 0:

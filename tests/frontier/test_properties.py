@@ -332,3 +332,22 @@ FrontierMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestFrontierProperties = FrontierMachine.TestCase
+
+
+def test_host_parked_after_a_readdress_leaves_its_new_group_correctly_keyed() -> None:
+    """Found by the state machine: a host readdressed while leased, then parked by its release, left
+    a void entry at the head of its new group's heap, keying that group at -inf."""
+    machine = FrontierMachine()
+    machine.start(
+        host_conns=2, per_ip=True, ip_conns=1, levels=1, back_queues=2, windows=(1, 1),
+        initial=[("a.test", 0), ("b.test", 0), ("b.test", 0), ("a.test", 0), ("a.test", 0)],
+    )  # fmt: skip
+    machine.resolve(address="10.0.0.1", pick=0)
+    machine.acquire(times=1)
+    machine.acquire(times=1)
+    machine.readdress(address="10.0.0.2", pick=0)
+    machine.readdress(address="10.0.0.2", pick=1)
+    machine.release(duration=0.0, outcome="ok", pick=0)
+    machine.release(duration=0.0, outcome="retry-after", pick=0)
+    machine.frontier.check_invariants(deep=True)
+    machine.teardown()

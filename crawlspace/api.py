@@ -1,0 +1,292 @@
+"""crawlspace as a library: `Crawler(config, out=..., seeds=...).run()`, or `await ....crawl()` in a running loop.
+
+The Crawler is the one way in: the CLI is a thin layer over it (`crawlspace crawl` builds a
+CrawlConfig from its flags and a TOML file, then a Crawler), so everything the CLI does (seeds from
+a file with line-numbered problems, the output directory, live progress, Ctrl-C) is here too, and
+more: the extension points of `crawlspace.hooks`, passed as objects.
+
+A Crawler checks what it can before the crawl starts (seeds, the output directory, the hosts
+file, the extensions' types) and raises `CrawlError` with a one-line reason; once it runs,
+nothing a server, a page or an extension does stops it: the crawl ends when the frontier is
+empty, a limit of the configuration is reached, or `stop()` (or SIGINT/SIGTERM) is called, and
+returns the crawl's statistics (also written to OUT/stats.json).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from crawlspace.config import ConfigError, CrawlConfig
+from crawlspace.crawl.checkpoint import CheckpointError
+from crawlspace.crawl.engine import CrawlEngine
+from crawlspace.crawl.housekeeping import CrawlStats
+from crawlspace.crawl.journal import JournalError
+from crawlspace.frontier import FrontierError, FrontierStateError, FrontierStoreError
+from crawlspace.hooks.protocols import Item, ItemSink, PageProcessor, Prioritizer, ProtocolHandler, UrlFilter
+from crawlspace.hooks.runtime import Extensions
+from crawlspace.seen import SeenStateError
+from crawlspace.store import CrawlTableError
+from crawlspace.urls import InvalidURL, Normalizer
+
+
+class CrawlError(RuntimeError):
+    """A crawl that cannot start, with the reason in one line."""
+
+
+STARTUP_ERRORS = (
+    CrawlTableError,
+    CheckpointError,
+    JournalError,
+    FrontierError,
+    FrontierStateError,
+    FrontierStoreError,
+    SeenStateError,
+)
+"""What opening a crawl directory's stores can raise: held by another crawl, or damaged beyond resuming."""
+
+
+class SeedsError(CrawlError):
+    """No usable seed URL; `problems` says what was wrong with each line."""
+
+    def __init__(self, message: str, problems: Sequence[SeedProblem]) -> None:
+        super().__init__(message)
+        self.problems = list(problems)
+
+
+@dataclass(frozen=True, slots=True)
+class SeedProblem:
+    """A seed that is not a crawlable URL: where it came from (file, line) and why."""
+
+    source: str
+    line: int
+    text: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}: {self.reason}"
+
+
+def read_seeds_file(path: str | Path) -> list[tuple[int, str]]:
+    """(line number, text) of the seeds in a file: one URL per line, `#` starts a comment line."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        raise CrawlError(f"seeds file {path} does not exist") from None
+    except OSError as exc:
+        raise CrawlError(f"cannot read seeds file {path}: {exc.strerror or exc}") from None
+    found = []
+    for number, raw in enumerate(lines, start=1):
+        text = raw.strip()
+        if text and not text.startswith("#"):
+            found.append((number, text))
+    return found
+
+
+log = logging.getLogger("crawlspace")
+
+
+def _report_recovery(out: Path, recovery: dict[str, object]) -> None:
+    if recovery.get("fallback"):
+        log.warning("%s; resumed from the previous checkpoint", recovery["fallback"])
+    log.warning(
+        "resuming %s from checkpoint %s, %s journal events replayed",
+        out,
+        recovery.get("generation"),
+        recovery.get("journal_events"),
+    )
+
+
+def saved_config(out: str | Path) -> CrawlConfig:
+    """The configuration a crawl directory was crawled with (its config.json), to resume it."""
+    path = Path(out) / "config.json"
+    try:
+        values = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CrawlError(f"no crawl to resume in {out} (no config.json)") from None
+    except (OSError, ValueError) as exc:
+        raise CrawlError(f"cannot read {path}: {exc}") from None
+    try:
+        return CrawlConfig.from_mapping(values, source=str(path))
+    except ConfigError as exc:
+        raise CrawlError(str(exc)) from None
+
+
+def _check_output_dir(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise CrawlError(f"output directory {out} is not writable: {exc.strerror or exc}") from None
+
+
+def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
+        return None
+    return uvloop.new_event_loop
+
+
+class Crawler:
+    """One crawl: configuration, seeds, output directory and extensions; run it once.
+
+    - `config`: a CrawlConfig (default: CrawlConfig(), polite defaults for the real web).
+    - `out`: the crawl directory (WARC files, crawl table, stats.json, progress.jsonl, config.json).
+    - `seeds`: URLs; `seeds_file`: a file of them (one per line, # comments); both may be given.
+      Invalid ones are skipped and listed in `seed_problems` (and counted as invalid_seeds).
+    - `filters`, `prioritizer`, `processors`, `sinks`, `handlers`: see crawlspace.hooks.
+    - `progress`: the live display (True/False; None: when stderr is a terminal). Progress lines
+      also go to OUT/progress.jsonl.
+    - `resume`: continue the crawl in `out` from its last checkpoint (crawlspace.crawl.checkpoint);
+      seeds are then optional, and `config` defaults to the one saved in OUT/config.json (keys
+      that a given `config` changes are listed in `config_changes`).
+    """
+
+    def __init__(
+        self,
+        config: CrawlConfig | None = None,
+        *,
+        out: str | Path,
+        seeds: Iterable[str] = (),
+        seeds_file: str | Path | None = None,
+        filters: Sequence[UrlFilter] = (),
+        prioritizer: Prioritizer | None = None,
+        processors: Sequence[PageProcessor] = (),
+        sinks: Sequence[ItemSink | Callable[[Item], object]] = (),
+        handlers: Mapping[str, ProtocolHandler] | None = None,
+        progress: bool | None = None,
+        resume: bool = False,
+    ) -> None:
+        if config is not None and not isinstance(config, CrawlConfig):
+            raise TypeError(f"config must be a CrawlConfig, not {type(config).__name__}")
+        self.out = Path(out)
+        self.resume = resume
+        self.config_changes: dict[str, tuple[object, object]] = {}
+        if resume:
+            saved = saved_config(self.out)
+            if config is not None:
+                self.config_changes = saved.differences(config)
+            config = config or saved
+        self.config = config if config is not None else CrawlConfig()
+        self.progress = progress
+        for kind, hooks in (("filter", filters), ("processor", processors)):
+            for hook in hooks:
+                if not callable(hook):
+                    raise TypeError(f"a {kind} must be callable: {hook!r}")
+        if prioritizer is not None and not (
+            isinstance(getattr(prioritizer, "levels", None), int) and callable(getattr(prioritizer, "priority", None))
+        ):
+            raise TypeError(f"a prioritizer has an int `levels` and a priority(entry) method: {prioritizer!r}")
+        self.prioritizer = prioritizer
+        self._extensions = Extensions.from_config(
+            self.config, filters=filters, processors=processors, sinks=sinks, handlers=handlers
+        )
+        self.seeds, self.seed_problems = self._valid_seeds(seeds, seeds_file)
+        if self.config.hosts_file is not None and not Path(self.config.hosts_file).is_file():
+            raise CrawlError(f"hosts file {self.config.hosts_file} does not exist")
+        _check_output_dir(self.out)
+        self._engine: CrawlEngine | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = False
+        self._stop_requested = False
+
+    def _valid_seeds(self, seeds: Iterable[str], seeds_file: str | Path | None) -> tuple[list[str], list[SeedProblem]]:
+        candidates = [("seeds", number, text) for number, text in enumerate(seeds, start=1)]
+        if seeds_file is not None:
+            candidates += [(str(seeds_file), number, text) for number, text in read_seeds_file(seeds_file)]
+        check = Normalizer(extra_schemes=self._extensions.schemes)
+        valid: list[str] = []
+        problems: list[SeedProblem] = []
+        for source, number, text in candidates:
+            try:
+                check(text.strip())
+            except InvalidURL as exc:
+                problems.append(SeedProblem(source, number, text, str(exc)))
+                continue
+            valid.append(text.strip())
+        if not valid and (candidates or not self.resume):  # a resumed crawl has its frontier
+            where = seeds_file if seeds_file is not None else "the seeds given"
+            raise SeedsError(f"no valid seed URL in {where}", problems)
+        return valid, problems
+
+    # -- running -----------------------------------------------------------------------------
+
+    def run(self) -> CrawlStats:
+        """Crawl to the end in a new event loop (uvloop when available); returns the statistics."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise CrawlError("Crawler.run() blocks; inside a running event loop use `await crawler.crawl()`")
+        with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+            return runner.run(self._crawl(handle_signals=True))
+
+    async def crawl(self) -> CrawlStats:
+        """Crawl to the end in the running event loop; returns the statistics.
+
+        The loop is the application's: its signal handlers are left alone (call `stop()` to end the
+        crawl early), whereas `run()`, which owns its loop, stops gracefully on Ctrl-C and SIGTERM.
+        """
+        return await self._crawl(handle_signals=False)
+
+    async def _crawl(self, *, handle_signals: bool) -> CrawlStats:
+        if self._started:
+            raise CrawlError("a Crawler runs once; make a new one for another crawl")
+        self._started = True
+        (self.out / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2) + "\n")
+        try:
+            engine = CrawlEngine(
+                self.config,
+                self.out,
+                live_progress=self.progress,
+                resume=self.resume,
+                extensions=self._extensions,
+                prioritizer=self.prioritizer,
+                handle_signals=handle_signals,
+            )
+        except STARTUP_ERRORS as exc:  # a directory held by another crawl, or a state that cannot resume
+            await self._extensions.close()
+            raise CrawlError(str(exc)) from exc
+        self._engine, self._loop = engine, asyncio.get_running_loop()
+        if self.resume:
+            _report_recovery(self.out, engine.recovery)
+        engine.stats.invalid_seeds += len(self.seed_problems)
+        engine.add_seeds(self.seeds)
+        if self._stop_requested:
+            engine.stop("stopped")
+        return await engine.run()
+
+    def stop(self) -> None:
+        """Stop taking new URLs; fetches in flight finish, processors finish their pages, the sinks
+        are closed. Safe from the crawl's event loop (a processor, a task) and from other threads."""
+        engine, loop = self._engine, self._loop
+        if engine is None or loop is None:
+            self._stop_requested = True
+            return
+        try:
+            same_loop = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            same_loop = False
+        if same_loop:
+            engine.stop("stopped")
+        else:
+            loop.call_soon_threadsafe(engine.stop, "stopped")
+
+    @property
+    def stats(self) -> CrawlStats | None:
+        """The live statistics while crawling (and after); None before the crawl starts."""
+        return None if self._engine is None else self._engine.stats
+
+    def __repr__(self) -> str:
+        state = "ready"
+        if self._engine is not None:
+            state = "finished" if self._engine.stats.finished_at else "running"
+        return f"<Crawler {state} out={str(self.out)!r} seeds={len(self.seeds)} {self._extensions!r}>"

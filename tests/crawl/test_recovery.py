@@ -1,0 +1,258 @@
+"""Crash recovery, judged from the simulated web's server log: kill -9 at random moments and resume,
+SIGTERM and resume, damaged checkpoints and journals, a full disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from crawlspace.simweb import RunningServer, SimWeb, SimWebConfig, judge_crawl, serve_in_background
+from tests.conftest import REPO
+
+MIN_DELAY = 0.05
+CONCURRENCY = 16
+WEB = SimWebConfig(
+    hosts=50, seed=23, mean_pages_per_host=10.0, max_pages_per_host=60, robots_crawl_delay=0.1, include_trap=False
+)
+
+
+@pytest.fixture(scope="module")
+def web() -> SimWeb:
+    return SimWeb.generate(WEB)
+
+
+@pytest.fixture
+def served(web: SimWeb, tmp_path: Path) -> Iterator[RunningServer]:
+    with serve_in_background(web, tmp_path / "simweb", seeds=6) as running:
+        yield running
+
+
+def start(*args: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.Popen(
+        [sys.executable, "-m", "crawlspace", "crawl", *args, "--no-progress"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def first_run(served: RunningServer, out: Path, config: Path) -> subprocess.Popen[str]:
+    return start(
+        str(served.seeds_file), "--out", str(out), "--config", str(config), "--hosts-file", str(served.hosts_file),
+        "--allow-private-addresses", "--min-delay", str(MIN_DELAY), "--concurrency", str(CONCURRENCY),
+    )  # fmt: skip
+
+
+def write_config(tmp_path: Path, **values: float) -> Path:
+    path = tmp_path / "crawl.toml"
+    path.write_text("".join(f"{key} = {value}\n" for key, value in values.items()))
+    return path
+
+
+def finish(process: subprocess.Popen[str], timeout: float = 120) -> str:
+    _, stderr = process.communicate(timeout=timeout)
+    assert process.returncode == 0, stderr
+    return stderr
+
+
+def warc_captures(out: Path) -> Counter[str]:
+    captures: Counter[str] = Counter()
+    for path in sorted((out / "warc").glob("*.warc.gz")):
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream):  # raises on a damaged file
+                if record.rec_type in ("response", "revisit"):
+                    url = record.rec_headers.get_header("WARC-Target-URI")
+                    if not url.endswith("/robots.txt"):
+                        captures[url] += 1
+    return captures
+
+
+def test_kill_nine_at_random_moments_loses_nothing(web: SimWeb, served: RunningServer, tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    config = write_config(tmp_path, checkpoint_interval=0.7)
+    rng = random.Random(9)
+    process = first_run(served, out, config)
+    kills = 0
+    for _ in range(12):
+        time.sleep(rng.uniform(0.8, 1.6))
+        if process.poll() is not None:
+            break
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        kills += 1
+        if kills >= 6:
+            break
+        process = start("--resume", str(out))
+    if process.poll() is not None and kills < 6:
+        assert process.returncode == 0, process.stderr.read() if process.stderr else ""
+    process = start("--resume", str(out))
+    stderr = finish(process)
+    assert "resuming" in stderr
+    assert kills >= 5, f"the crawl ended after {kills} kills: make the web bigger"
+
+    served.stop()
+    log = served.read_log()
+    verdict = judge_crawl(web, log, served.seeds, min_delay=MIN_DELAY)
+    assert not verdict.missing, verdict.summary()  # every reachable allowed page fetched
+    assert not verdict.unexpected and not verdict.disallowed, verdict.summary()
+    assert not verdict.host_overlaps, verdict.summary()
+    extra = sum(count - 1 for count in verdict.refetched.values())
+    assert extra <= kills * CONCURRENCY, f"{extra} extra fetches for {kills} kills: {verdict.summary()}"
+
+    captures = warc_captures(out)  # every WARC file readable
+    assert set(captures) == verdict.expected
+    stats = json.loads((out / "stats.json").read_text())
+    requests = sum(1 for entry in log if entry.path != "/robots.txt")
+    assert stats["termination"] == "frontier-empty"
+    assert 2 <= stats["runs"] <= kills + 1  # a run killed before its first checkpoint is not counted
+    # the statistics count every fetch the journal recorded: all but those in flight at the kills
+    assert requests - kills * CONCURRENCY <= stats["pages_fetched"] <= requests
+    assert abs(stats["pages_fetched"] - sum(captures.values())) <= kills * CONCURRENCY
+    print(f"kills {kills}, pages {len(verdict.expected)}, extra fetches {extra}, runs {stats['runs']}")
+
+
+def test_sigterm_then_resume_fetches_nothing_twice(web: SimWeb, served: RunningServer, tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    config = write_config(tmp_path, checkpoint_interval=30.0)  # only the graceful stop checkpoints
+    process = first_run(served, out, config)
+    time.sleep(2.0)
+    assert process.poll() is None, "the crawl ended before it could be interrupted"
+    process.send_signal(signal.SIGTERM)
+    finish(process, timeout=30)
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["termination"] == "interrupted"
+    finish(start("--resume", str(out)))
+    served.stop()
+    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
+    assert not verdict.missing and not verdict.refetched and not verdict.disallowed, verdict.summary()
+    assert verdict.ok, verdict.summary()
+    assert json.loads((out / "stats.json").read_text())["pages_fetched"] == len(verdict.expected)
+
+
+def _stopped_crawl(served: RunningServer, tmp_path: Path) -> Path:
+    """A crawl stopped by its page limit after a few checkpoints."""
+    out = tmp_path / "crawl"
+    config = write_config(tmp_path, checkpoint_interval=0.3, max_pages=150)
+    finish(first_run(served, out, config))
+    return out
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bit-flipped"])
+def test_damaged_checkpoint_falls_back_to_the_previous_one(
+    web: SimWeb, served: RunningServer, tmp_path: Path, damage: str
+) -> None:
+    out = _stopped_crawl(served, tmp_path)
+    state = out / "frontier" / "frontier.state"
+    data = state.read_bytes()
+    if damage == "truncated":
+        state.write_bytes(data[: len(data) // 2])
+    else:
+        flipped = bytearray(data)
+        flipped[len(flipped) // 3] ^= 0x04
+        state.write_bytes(bytes(flipped))
+    process = start("--resume", str(out), "--max-pages", "100000")
+    stderr = finish(process)
+    assert str(state) in stderr and "resumed from the previous checkpoint" in stderr
+    served.stop()
+    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
+    assert not verdict.missing and not verdict.disallowed, verdict.summary()
+    assert "max_pages = 100000 (was 150)" in stderr
+
+
+def test_unusable_checkpoint_is_an_error_not_a_fresh_start(served: RunningServer, tmp_path: Path) -> None:
+    out = _stopped_crawl(served, tmp_path)
+    for name in ("frontier.state", "frontier.state.prev"):
+        (out / "frontier" / name).write_bytes(b"\x00" * 64)
+    before = sorted(path.name for path in (out / "warc").iterdir())
+    process = start("--resume", str(out))
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 2
+    assert "frontier.state" in stderr and "unusable" in stderr
+    assert len(stderr.strip().splitlines()) == 1
+    assert sorted(path.name for path in (out / "warc").iterdir()) == before  # nothing was started over
+
+
+def test_damaged_journal_is_named(served: RunningServer, tmp_path: Path) -> None:
+    out = tmp_path / "crawl"
+    config = write_config(tmp_path, checkpoint_interval=1000.0)
+    process = first_run(served, out, config)
+    time.sleep(1.5)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    journals = sorted((out / "journal").glob("journal-*.log"))
+    data = bytearray(journals[-1].read_bytes())
+    assert data.count(b"\nE\t") >= 2, "the journal should hold several batches"
+    data[10] ^= 0x01
+    journals[-1].write_bytes(bytes(data))
+    process = start("--resume", str(out))
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 2, stderr
+    assert journals[-1].name in stderr and "corrupt" in stderr
+
+
+def test_resume_of_a_directory_without_a_crawl(tmp_path: Path) -> None:
+    process = start("--resume", str(tmp_path / "nothing-here"))
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 2 and "no crawl to resume" in stderr
+
+
+def test_disk_full_stops_cleanly_and_resumes(
+    web: SimWeb, served: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every file write fails with ENOSPC from some moment on (after one short write, as a filling disk
+    does): the crawl stops with termination "disk-full", and a resume once space is back loses nothing."""
+    import asyncio
+    import errno
+
+    from crawlspace.config import CrawlConfig
+    from crawlspace.crawl.engine import CrawlEngine
+
+    out = tmp_path / "crawl"
+    config = CrawlConfig(
+        min_delay=MIN_DELAY, concurrency=CONCURRENCY, allow_private_addresses=True,
+        hosts_file=str(served.hosts_file), checkpoint_interval=0.5, progress_interval=0.25,
+    )  # fmt: skip
+    real_write = os.write
+    state = {"writes": 0, "full": False}
+
+    def filling_write(fd: int, data: bytes | memoryview) -> int:
+        state["writes"] += 1
+        if state["writes"] == 400:  # the disk fills up: one short write, then nothing fits
+            state["full"] = True
+            return real_write(fd, bytes(data[: max(1, len(data) // 2)]))
+        if state["full"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    async def crawl(resume: bool) -> dict[str, object]:
+        engine = CrawlEngine(config, out, live_progress=False, resume=resume)
+        if not resume:
+            engine.add_seeds(served.seeds)
+        return (await engine.run()).to_dict()
+
+    monkeypatch.setattr(os, "write", filling_write)
+    stopped = asyncio.run(crawl(resume=False))
+    monkeypatch.setattr(os, "write", real_write)
+    assert state["full"], "the disk never filled up: raise the write budget's trigger"
+    assert stopped["termination"] == "disk-full"
+    assert stopped["errors"]["disk-full"] >= 1  # type: ignore[index]
+    resumed = asyncio.run(crawl(resume=True))
+    assert resumed["termination"] == "frontier-empty"
+    served.stop()
+    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
+    assert not verdict.missing and not verdict.disallowed, verdict.summary()
+    assert sum(count - 1 for count in verdict.refetched.values()) <= CONCURRENCY, verdict.summary()
+    warc_captures(out)  # every WARC file readable after the recovery
