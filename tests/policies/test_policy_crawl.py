@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from crawlspace import CrawlConfig, Crawler
+from crawlspace.frontier import FrontierEntry
+from crawlspace.hooks import FileHandler
+from crawlspace.policies import BacklinkCount, as_policy
 from crawlspace.simweb import RunningServer, SimWeb, judge_crawl
 from tests.conftest import run_cli
 
@@ -50,3 +54,41 @@ def test_focused_without_topic_is_a_config_error(served_small_web: RunningServer
     )  # fmt: skip
     assert result.returncode == 2
     assert "focused" in result.stderr and "topic" in result.stderr
+
+
+def test_a_policy_given_to_the_crawler_hears_the_pages(tmp_path: Path) -> None:
+    """Crawler(prioritizer=...) with an ordering policy: it orders the frontier and is fed page events."""
+    site = tmp_path / "site"
+    site.mkdir()
+    pages = {
+        "index.html": '<a href="a.html">a</a> <a href="b.html">b</a> <a href="c.html">c</a>',
+        "a.html": '<a href="c.html">c</a>',
+        "b.html": '<a href="c.html">c</a> <a href="a.html">a</a>',
+        "c.html": "<title>C</title>",
+    }
+    for name, html in pages.items():
+        (site / name).write_text(html)
+    handler = FileHandler(site)
+    policy = BacklinkCount(8)
+    stats = Crawler(
+        CrawlConfig(scope="prefix"),
+        out=tmp_path / "crawl",
+        seeds=[handler.url_of(site / "index.html")],
+        handlers={"file": handler},
+        prioritizer=policy,
+        progress=False,
+    ).run()
+    assert stats.pages_fetched == 4
+    section = stats.sections["policy"]
+    assert section["policy"] == "backlinks" and section["done"] == 4 and section["pending"] == 0
+    assert as_policy(policy) is policy
+
+    class Plain:
+        levels = 2
+
+        def priority(self, entry: FrontierEntry) -> int:
+            return 1
+
+    wrapped = as_policy(Plain())
+    assert not wrapped.observes_pages and wrapped.prioritizer.levels == 2
+    assert wrapped.stats()["policy"] == "custom (Plain)"
