@@ -289,6 +289,7 @@ class CrawlEngine:
     def _flush_journal(self) -> None:
         lines, self._journal_lines = self._journal_lines, []
         if lines and self.journals.current is not None:
+            self.store.commit_unsynced()  # the rows of the pages this batch finishes go first
             self.journals.current.record(lines)
 
     def _release(self, lease: Lease, duration: float, *, put_back: FrontierEntry | None = None, **options: Any) -> None:

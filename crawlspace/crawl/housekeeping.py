@@ -185,6 +185,7 @@ class ProgressReporter:
             "robots_excluded": self.stats.robots_excluded,
             "duplicate_content": self.stats.duplicate_content,
             "errors": sum(self.stats.errors.values()),
+            "errors_by_kind": dict(self.stats.errors),
             **self.snapshot(),
         }
         self._jsonl.write(json.dumps(line) + "\n")

@@ -203,6 +203,8 @@ class CrawlTable:
             raise CrawlTableError(f"cannot open crawl table {self.path}: {exc}") from None
         self._write_options = rocksdict.WriteOptions()
         self._write_options.sync = sync
+        self._unsynced_options = rocksdict.WriteOptions()  # to the write-ahead log, no fsync: survives kill -9
+        self._unsynced_options.sync = False
         stored = self._db.get(FORMAT_KEY)
         if stored is None and not readonly:
             self._db.put(FORMAT_KEY, FORMAT)
@@ -333,14 +335,15 @@ class CrawlTable:
         """Mutations buffered since the last commit."""
         return self._pending
 
-    def commit(self) -> int:
-        """Write the buffered mutations as one atomic batch; returns how many there were."""
+    def commit(self, *, sync: bool = True) -> int:
+        """Write the buffered mutations as one atomic batch; returns how many there were. `sync=False`
+        skips the fsync (the batch survives the process dying, not the machine losing power)."""
         if not self._pending:
             return 0
         count = self._pending
         batch, self._batch = self._batch, rocksdict.WriteBatch(raw_mode=True)
         self._pending = 0
-        self._db.write(batch, self._write_options)
+        self._db.write(batch, self._write_options if sync else self._unsynced_options)
         self.cells_written += count
         return count
 

@@ -314,6 +314,13 @@ class PageStore:
             return True
         return False
 
+    def commit_unsynced(self) -> None:
+        """Commit the table cells buffered so far without fsync: the engine calls this before it
+        journals the fetches they belong to, so a killed process never has a journaled page without
+        its row (the WARC bytes they point to were written already; power loss is what `flush` covers)."""
+        if self.table.commit(sync=False):
+            self.stats.commits += 1
+
     def flush(self) -> None:
         """WARC bytes to disk first, then the table batch that points into them."""
         if self.options.sync:

@@ -18,6 +18,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlspace.simweb import RunningServer, SimWeb, SimWebConfig, judge_crawl, serve_in_background
+from crawlspace.store import CrawlTable
 from tests.conftest import REPO
 
 MIN_DELAY = 0.05
@@ -114,6 +115,12 @@ def test_kill_nine_at_random_moments_loses_nothing(web: SimWeb, served: RunningS
 
     captures = warc_captures(out)  # every WARC file readable
     assert set(captures) == verdict.expected
+    table = CrawlTable(out / "table", readonly=True)
+    try:  # and every fetched page has its row in the crawl table, however the kills fell
+        missing_rows = [url for url in verdict.expected if table.get(url, family="fetch") is None]
+    finally:
+        table.close()
+    assert not missing_rows, missing_rows[:5]
     stats = json.loads((out / "stats.json").read_text())
     requests = sum(1 for entry in log if entry.path != "/robots.txt")
     assert stats["termination"] == "frontier-empty"
