@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 import click
 
 from crawlspace.api import Crawler, CrawlError, SeedProblem, SeedsError, saved_config
-from crawlspace.config import ConfigError, CrawlConfig, reference_markdown
+from crawlspace.config import POLICY_NAMES, ConfigError, CrawlConfig, reference_markdown
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -78,6 +78,8 @@ def main() -> None:
 @click.option("--include", multiple=True, metavar="REGEX", help="Only crawl URLs matching a pattern (repeatable).")
 @click.option("--exclude", multiple=True, metavar="REGEX", help="Never crawl URLs matching it (repeatable).")
 @click.option("--max-depth", type=int, help="Follow links at most this many hops from a seed.")
+@click.option("--policy", type=click.Choice(POLICY_NAMES), help="Crawl ordering (default: bfs).")
+@click.option("--topic", help="Topic keywords of the focused policy (space or comma separated).")
 def crawl(
     seeds_file: Path | None,
     out: Path | None,
@@ -92,6 +94,7 @@ def crawl(
     allowed_domains: tuple[str, ...],
     include: tuple[str, ...],
     exclude: tuple[str, ...],
+    topic: str | None,
     **options: Any,
 ) -> None:
     """Crawl from the URLs in SEEDS_FILE into the directory --out, or continue a crawl (--resume DIR)."""
@@ -116,6 +119,8 @@ def crawl(
     for key, values in (("allowed_domains", allowed_domains), ("include", include), ("exclude", exclude)):
         if values:
             overrides[key] = list(values)
+    if topic:
+        overrides["focused_keywords"] = topic.replace(",", " ").split()
     try:
         base = saved_config(out) if resume_dir is not None else None
         config = CrawlConfig.load(config_file, base=base, **overrides)
@@ -132,7 +137,7 @@ def crawl(
         click.echo(f"crawlspace: resuming with {key} = {json.dumps(now)} (was {json.dumps(before)})", err=True)
     try:
         stats = crawler.run()
-    except CrawlError as exc:  # e.g. another crawl holds the directory's table
+    except (CrawlError, ConfigError) as exc:  # another crawl holds the directory's table; an unreadable topic
         fail(str(exc))
     click.echo(json.dumps(stats.to_dict(), indent=2))
     if stats.termination == "disk-full":
@@ -258,6 +263,65 @@ def export_command(directory: Path, fmt: str, output: str | None) -> None:
     except ExportError as exc:
         fail(str(exc))
     click.echo(f"{count} pages written to {where}", err=True)
+
+
+@main.command()
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="Directory for the CSV, PNG and crawls.")
+@click.option(
+    "--policies",
+    default=",".join(POLICY_NAMES),
+    show_default=True,
+    help="Comma-separated policies to crawl with, one crawl each.",
+)
+@click.option("--hosts", type=click.IntRange(10, 20_000), default=400, show_default=True, help="Hosts of the web.")
+@click.option("--seed", type=int, default=3, show_default=True, help="Seed of the simulated web.")
+@click.option("--seeds", "seed_count", type=click.IntRange(1, 1000), default=5, show_default=True, help="Seed URLs.")
+@click.option("--concurrency", type=click.IntRange(1, 1000), default=2, show_default=True)
+@click.option("--back-queues", type=click.IntRange(1, 10_000), default=2, show_default=True, help="B, if settable.")
+@click.option("--pagerank-interval", type=click.IntRange(1), default=50, show_default=True, help="k of pagerank.")
+@click.option("--topic", help="Focused crawl topic keywords (default: 20 words of the web's title vocabulary).")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.08, show_default=True, help="Relevance cut.")
+def evaluate(
+    out: Path,
+    policies: str,
+    hosts: int,
+    seed: int,
+    seed_count: int,
+    concurrency: int,
+    back_queues: int,
+    pagerank_interval: int,
+    topic: str | None,
+    threshold: float,
+) -> None:
+    """Crawl a simulated web with each policy; plot PageRank collected (and harvest rate) against pages crawled."""
+    from crawlspace.policies.evaluate import EVALUATION_WEB, EvaluationSetup
+    from crawlspace.policies.evaluate import evaluate as run_evaluation
+
+    names = [name.strip() for name in policies.split(",") if name.strip()]
+    unknown = [name for name in names if name not in POLICY_NAMES]
+    if unknown or not names:
+        fail(f"--policies: unknown {', '.join(unknown) or 'nothing'}; choose from {', '.join(POLICY_NAMES)}")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"output directory {out}: {exc.strerror or exc}")
+    setup = EvaluationSetup(
+        web=EVALUATION_WEB.replace(hosts=hosts, seed=seed),
+        seeds=seed_count,
+        concurrency=concurrency,
+        back_queues=back_queues,
+        pagerank_interval=pagerank_interval,
+        topic=tuple(topic.replace(",", " ").split()) if topic else (),
+        relevance_threshold=threshold,
+    )
+    result = run_evaluation(names, out, setup, progress=lambda line: click.echo(line, err=True))
+    table = result.table()
+    columns = ["policy", "pagerank@10%", "pagerank@20%", "pagerank@50%", "hot@20%", "harvest@20%"]
+    click.echo(" ".join(f"{column:>13}" for column in columns))
+    for row in table:
+        click.echo(" ".join(f"{row.get(column, ''):>13}" for column in columns))
+    click.echo(f"ranking at 20% crawled: {' > '.join(result.ranking(0.2))}")
+    click.echo(f"wrote {out / 'pagerank.png'}, {out / 'curves.csv'}, {out / 'table.csv'}, {out / 'summary.json'}")
 
 
 @main.command("config-reference")

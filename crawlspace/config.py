@@ -394,6 +394,45 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         _doc("Seconds an async or pooled processor may spend on one page before it is abandoned for it."),
     ] = 300.0
 
+    # crawl policy
+    policy: Annotated[
+        str,
+        _doc(
+            "Crawl ordering: bfs, dfs, random, backlinks, pagerank, opic, bigsite or focused. It orders "
+            "the frontier's front queues only: politeness and robots.txt are the same under every policy."
+        ),
+    ] = "bfs"
+    policy_levels: Annotated[
+        int, _doc("Front (priority) queues of the policies other than bfs; level 0 is the most urgent.", ge=2, le=64)
+    ] = 16
+    policy_seed: Annotated[int, _doc("Seed of the random policy's choices (same seed, same levels).")] = 0
+    pagerank_interval: Annotated[
+        int, _doc("pagerank: recompute partial PageRank after this many fetched pages (k) at the least.", ge=1)
+    ] = 100
+    pagerank_growth: Annotated[
+        float,
+        _doc(
+            "pagerank: between two computations wait also for this fraction of the pages fetched so far "
+            "(max(k, growth x pages)): total work O(edges x log pages) instead of O(edges x pages / k); 0: every k.",
+            ge=0,
+            le=10,
+        ),
+    ] = 0.1
+    pagerank_damping: Annotated[float, _doc("pagerank: the damping factor d.", gt=0, lt=1)] = 0.85
+    focused_keywords: Annotated[
+        list[str], _doc("focused: the topic as keywords (each content word weighs the same).")
+    ] = []
+    focused_example: Annotated[
+        str | None, _doc("focused: the topic as an example document (a text or HTML file); wins over keywords.")
+    ] = None
+    focused_anchor_weight: Annotated[
+        float,
+        _doc("focused: weight of anchor text relevance in a link's score (the rest: the linking page's).", ge=0, le=1),
+    ] = 0.5
+    focused_threshold: Annotated[
+        float, _doc("focused: relevance (cosine, 0 to 1) from which a page counts as relevant (harvest).", ge=0, le=1)
+    ] = 0.1
+
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self), include_extras=True)
         for name in self.__struct_fields__:
@@ -410,6 +449,7 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
                     re.compile(pattern)
                 except re.error as exc:
                     raise ConfigError(f"{name}: invalid regular expression {pattern!r}: {exc}") from None
+        _check_policy(self)
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any], *, source: str = "config") -> CrawlConfig:
@@ -469,6 +509,18 @@ def _check_network(config: CrawlConfig) -> None:
             raise ConfigError(f"dns_servers: {server!r} is not IP or IP:port") from None
     if config.dns_min_ttl > config.dns_max_ttl:
         raise ConfigError(f"dns_min_ttl ({config.dns_min_ttl}) is more than dns_max_ttl ({config.dns_max_ttl})")
+
+
+POLICY_NAMES = ("bfs", "dfs", "random", "backlinks", "pagerank", "opic", "bigsite", "focused")
+
+
+def _check_policy(config: CrawlConfig) -> None:
+    if config.policy not in POLICY_NAMES:
+        close = difflib.get_close_matches(config.policy, POLICY_NAMES, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"policy: unknown policy {config.policy!r} (one of {', '.join(POLICY_NAMES)}){hint}")
+    if config.policy == "focused" and not config.focused_example and not config.focused_keywords:
+        raise ConfigError("policy 'focused' needs a topic: focused_keywords or focused_example")
 
 
 def _clean(message: str) -> str:

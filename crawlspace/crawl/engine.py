@@ -37,6 +37,7 @@ from crawlspace.hooks.protocols import Page, ProtocolHandler
 from crawlspace.hooks.runtime import Extensions
 from crawlspace.parse import ParsedPage, parse_html
 from crawlspace.parse.sitemap import SitemapKind, parse_sitemap
+from crawlspace.policies import Outlink, PageContent, as_policy, make_policy
 from crawlspace.robots import RobotsCache, RobotsRules
 from crawlspace.robots.cache import MAX_REDIRECT_HOPS
 from crawlspace.robots.persist import RobotsLog
@@ -92,15 +93,19 @@ class CrawlEngine:
         self.resolver = Resolver.from_config(config)
         self._lookups: set[asyncio.Task[None]] = set()
         self.resuming = resume
+        # the crawl order (config.policy unless a prioritizer is given): fed page events if it is a policy
+        self.policy = as_policy(prioritizer) if prioritizer is not None else make_policy(config)
+        self._policy_pages = self.policy.observes_pages
+        self._policy_reported = ""  # the last URL whose page the policy saw through _enqueue
         self.frontier = Frontier.open(
             self.out_dir / "frontier",
             self.politeness,
             fresh=not resume,
             back_queues=self._back_queues,
+            prioritizer=self.policy.prioritizer,
             front_window=config.frontier_front_window,
             back_window=config.frontier_back_window,
             on_activate=self._host_activated,
-            prioritizer=prioritizer,
         )
         self.robots = RobotsCache(ttl=config.robots_ttl, retry_delay=config.robots_retry_delay)
         robots_dir = self.out_dir / "robots"
@@ -301,6 +306,7 @@ class CrawlEngine:
         self.frontier.release(lease, duration, put_back=put_back, **options)
         if put_back is None:
             self._journal_lines.append(journal.done(lease.entry.url))
+            self._policy_done(lease.entry.url)
 
     def _count_fetch(self, result: FetchResult) -> None:
         size = len(result.body)
@@ -332,12 +338,14 @@ class CrawlEngine:
                 lookup.cancel()
             await self.resolver.close()
             await self._close_extensions()
+            self.policy.close()
             self.stats.sections.update(dns=self.resolver.stats(), guard=self.guard.stats(), fetch=fetcher.stats())
             self.stats.sections["frontier"] = {
                 **self.frontier.stats.to_dict(),
                 "given_up_reasons": dict(self.frontier.given_up_reasons),
                 "parked_hosts": self.frontier.parked_hosts,
             }
+            self.stats.sections["policy"] = self.policy.stats()
             self._shut_down()
         return self.stats
 
@@ -721,7 +729,7 @@ class CrawlEngine:
                 if entry.depth == 0:  # a seed's redirect widens the scope to its target (http -> https, www.)
                     with contextlib.suppress(InvalidURL):
                         self.url_filter.add_seed(self.normalizer(join(result.url, location)))
-                self._follow([(location, entry.depth, entry.hops + 1)], result.url)
+                self._follow([(location, entry.depth, entry.hops + 1)], result.url, source=entry.url)
             return None
         if not self._parseable(result):
             self.store.record(result, depth=entry.depth)
@@ -745,7 +753,9 @@ class CrawlEngine:
         stats.links_extracted += len(page.links)
         stats.links_dropped += page.dropped_links
         follow_all = self.config.follow_nofollow
-        followed = [(link.url, entry.depth + 1, 0) for link in page.links if follow_all or not link.nofollow]
+        kept = [link for link in page.links if follow_all or not link.nofollow]
+        followed = [(link.url, entry.depth + 1, 0) for link in kept]
+        anchors = [link.anchor_text for link in kept]
         stats.nofollow_links += len(page.links) - len(followed)
         if page.meta_noindex:
             stats.noindex_pages += 1
@@ -759,15 +769,28 @@ class CrawlEngine:
                 # kept: the indexer prefers the canonical when both are stored
                 stats.canonical_elsewhere += 1
                 followed.append((canonical, entry.depth + 1, 0))
+                anchors.append("")
         if self.config.follow_links:  # else only the processors' Follows lead on from a page
-            self._follow(followed, result.url)
+            content = PageContent(page.title, page.text) if self._policy_pages else None
+            self._follow(followed, result.url, source=entry.url, anchors=anchors, content=content)
         return page
 
-    def _follow(self, links: list[tuple[str, int, int]], base: str, *, resolve: bool = False) -> None:
-        """Normalize links (resolving redirect Locations, and all hrefs when `resolve`) and enqueue them."""
+    def _follow(
+        self,
+        links: list[tuple[str, int, int]],
+        base: str,
+        *,
+        resolve: bool = False,
+        source: str | None = None,
+        anchors: list[str] | None = None,
+        content: PageContent | None = None,
+    ) -> None:
+        """Normalize links (resolving redirect Locations, and all hrefs when `resolve`) and enqueue them.
+        With `source`, the fetched URL they come from: the policy sees them as its out-links."""
         entries: list[FrontierEntry] = []
+        kept_anchors: list[str] = []
         normalizer = self.normalizer
-        for href, depth, hops in links:
+        for index, (href, depth, hops) in enumerate(links):
             try:
                 absolute = join(base, href) if hops or resolve else href  # parse_html's links are joined
             except InvalidURL:
@@ -777,17 +800,37 @@ class CrawlEngine:
                 self.stats.filtered[Reason.SCHEME] += 1
                 continue
             entries.append(FrontierEntry(normalizer.serialized(absolute), depth, hops))
-        self._enqueue(entries)
+            if anchors is not None:
+                kept_anchors.append(anchors[index])
+        self._enqueue(entries, source=source, anchors=kept_anchors if anchors is not None else None, content=content)
 
-    def _enqueue(self, entries: list[FrontierEntry]) -> None:
-        """Entries the URL filter accepts go to the URL set's buffer; new ones reach the frontier at a drain."""
+    def _enqueue(
+        self,
+        entries: list[FrontierEntry],
+        *,
+        source: str | None = None,
+        anchors: list[str] | None = None,
+        content: PageContent | None = None,
+    ) -> None:
+        """Entries the URL filter accepts go to the URL set's buffer; new ones reach the frontier at a drain.
+        With `source`, the ordering policy sees them first as the page's out-links."""
         accepted: list[FrontierEntry] = []
-        for entry in entries:
+        outlinks: list[Outlink] = []
+        observe = source is not None and self._policy_pages
+        for index, entry in enumerate(entries):
             reason = self._rejection(entry)
             if reason is not None:
                 self.stats.filtered[reason] += 1
                 continue
             accepted.append(entry)
+            if observe:
+                outlinks.append(Outlink(entry.url, anchors[index] if anchors is not None else ""))
+        if observe and source is not None:
+            # before the URL-seen test: links to known URLs are in-links too; the new URLs get
+            # their first level when a drain adds them, from what the policy gathered meanwhile
+            self.policy.page_done(source, outlinks, content)
+            self._policy_reported = source
+            self._requeue()
         self._submit(accepted)
 
     def _submit(self, entries: list[FrontierEntry]) -> None:
@@ -820,6 +863,9 @@ class CrawlEngine:
             self.frontier.add(entry)  # its host's address is looked up when it gets a back queue
             lines.append(journal.admitted(entry.url, entry.depth, entry.hops))
             added += 1
+        if self._policy_pages:  # every URL submitted so far is placed or known: the policy forgets its notes
+            self.policy.settled()
+            self._requeue()
         self.stats.urls_discovered += added
         self.stats.duplicate_urls += pending - len(new)
         self._flush_journal()
@@ -910,3 +956,24 @@ class CrawlEngine:
         await self.extensions.close()
         if self.extensions.active:
             self.stats.sections["extensions"] = self.extensions.stats()
+
+    # -- the ordering policy's events ---------------------------------------------------------
+
+    def _policy_done(self, url: str) -> None:
+        """`url` left the crawl for good; the policy hears it unless it saw the page's links already."""
+        if not self._policy_pages:
+            return
+        if self._policy_reported == url:
+            self._policy_reported = ""
+            return
+        self.policy.page_done(url, (), None)
+        self._requeue()
+
+    def _requeue(self) -> None:
+        """URLs whose level rose go into the frontier again at the new level (the stale copy is
+        dropped when the frontier draws it: the policy does not admit it)."""
+        requeued = self.policy.requeue()
+        for entry in requeued:
+            self.frontier.add(entry)
+        if requeued:
+            self._changed.set()

@@ -24,6 +24,11 @@ class Prioritizer(Protocol):
     OPIC cash, change rates); `levels` must not change while a frontier uses them, and a frontier
     reopened from a checkpoint must be given a prioritizer with the same number of levels. A level
     outside 0..levels-1 is clamped into range and counted in `FrontierStats.priorities_clamped`.
+
+    A prioritizer whose scores change after a URL entered (crawlspace.policies) adds the URL again
+    at its new level and may define `admit(entry) -> bool`: the frontier then asks it about every
+    URL it draws from a front queue and drops one it does not admit (a stale copy), counting it in
+    `FrontierStats.urls_superseded`.
     """
 
     @property

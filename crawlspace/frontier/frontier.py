@@ -63,6 +63,7 @@ class FrontierStats:
     urls_given_up: int = 0  # dropped because their host was given up
     urls_lost: int = 0  # in segment blocks that could not be read back (disk corruption)
     priorities_clamped: int = 0  # the prioritizer answered outside 0..levels-1
+    urls_superseded: int = 0  # stale copies of requeued URLs, not admitted by the prioritizer when drawn
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -118,6 +119,7 @@ class Frontier:
         self._park_threshold = self.politeness.parking_threshold
         self._levels = self.prioritizer.levels
         self._plain_bfs = type(self.prioritizer) is BreadthFirst
+        self._admit: Callable[[FrontierEntry], bool] | None = getattr(self.prioritizer, "admit", None)
         self._rng = random.Random(seed)
         self._log = SegmentLog(self._store, level=compression_level)
         self._front = FrontQueues(self._levels, self._log, front_window, front_file_bytes, self._rng)
@@ -241,6 +243,7 @@ class Frontier:
         hosts = self._hosts
         budget = self._refill_budget
         single = front.queues[0] if len(front.queues) == 1 else None
+        admit = self._admit
         while self._active < self._max_back:
             if parked and parked[0][0] <= now:
                 _, seq, host = _heappop(parked)
@@ -259,6 +262,10 @@ class Frontier:
                 if popped is None:
                     continue
                 entry = popped
+            if admit is not None and not admit(entry):  # a stale copy: the URL was requeued at a better level
+                self._queued -= 1
+                self._stats.urls_superseded += 1
+                continue
             name = host_of(entry.url)
             known = hosts.get(name)
             if known is None:
