@@ -79,7 +79,7 @@ def build_fetches(count: int, size: int, links: int) -> list[tuple[FetchResult, 
         )
         page = ParsedPage(
             title=template.title,
-            text=template.text,
+            raw_text=template.text,
             links=[Link(target, text, False) for target, text in template.links],
         )
         fetches.append((result, page))

@@ -745,7 +745,7 @@ class CrawlEngine:
         if verdict.kind is ContentKind.UNCHANGED:  # this URL's own last body: a revisit, links followed
             self.store.record_duplicate(result, result.url, fingerprint=fingerprint, depth=entry.depth)
         else:
-            verdict = self.content.check_near(result.url, page.text)
+            verdict = self.content.check_near(result.url, page.raw_text)  # words only: no need to collapse
             if verdict.kind is ContentKind.NEAR:  # the relation is kept in DIR/seen/content
                 stats.near_duplicate_content += 1
             if verdict.kind is not ContentKind.NEAR or self.config.store_near_duplicates:

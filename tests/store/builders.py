@@ -38,4 +38,4 @@ def fetch_result(
 
 
 def parsed(title: str, text: str, links: list[tuple[str, str]]) -> ParsedPage:
-    return ParsedPage(title=title, text=text, links=[Link(url, anchor, False) for url, anchor in links])
+    return ParsedPage(title=title, raw_text=text, links=[Link(url, anchor, False) for url, anchor in links])
