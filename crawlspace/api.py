@@ -15,39 +15,26 @@ returns the crawl's statistics (also written to OUT/stats.json).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
-import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from crawlspace.config import ConfigError, CrawlConfig
-from crawlspace.crawl.checkpoint import CheckpointError
+from crawlspace.crawl.checkpoint import STARTUP_ERRORS, report_recovery
 from crawlspace.crawl.engine import CrawlEngine
 from crawlspace.crawl.housekeeping import CrawlStats
-from crawlspace.crawl.journal import JournalError
-from crawlspace.frontier import FrontierError, FrontierStateError, FrontierStoreError
+from crawlspace.crawl.workers import ParallelCrawl, WorkerStartupError
 from crawlspace.hooks.protocols import Item, ItemSink, PageProcessor, Prioritizer, ProtocolHandler, UrlFilter
 from crawlspace.hooks.runtime import Extensions
-from crawlspace.seen import SeenStateError
-from crawlspace.store import CrawlTableError
 from crawlspace.urls import InvalidURL, Normalizer
 
 
 class CrawlError(RuntimeError):
     """A crawl that cannot start, with the reason in one line."""
-
-
-STARTUP_ERRORS = (
-    CrawlTableError,
-    CheckpointError,
-    JournalError,
-    FrontierError,
-    FrontierStateError,
-    FrontierStoreError,
-    SeenStateError,
-)
-"""What opening a crawl directory's stores can raise: held by another crawl, or damaged beyond resuming."""
 
 
 class SeedsError(CrawlError):
@@ -87,18 +74,40 @@ def read_seeds_file(path: str | Path) -> list[tuple[int, str]]:
     return found
 
 
-log = logging.getLogger("crawlspace")
+LOCK_NAME = ".lock"
 
 
-def _report_recovery(out: Path, recovery: dict[str, object]) -> None:
-    if recovery.get("fallback"):
-        log.warning("%s; resumed from the previous checkpoint", recovery["fallback"])
-    log.warning(
-        "resuming %s from checkpoint %s, %s journal events replayed",
-        out,
-        recovery.get("generation"),
-        recovery.get("journal_events"),
-    )
+@contextlib.contextmanager
+def _directory_lock(out: Path) -> Iterator[None]:
+    """One crawl at a time in a directory: an exclusive flock held for the crawl's duration (released by
+    the kernel if the process dies, so a crash leaves nothing to clean up)."""
+    fd = os.open(out / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise CrawlError(f"crawl directory {out} is in use by another crawl (lock held on {LOCK_NAME})") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _resolve_processes(config: CrawlConfig, extended: bool, saved: int | None) -> CrawlConfig:
+    """The number of processes a crawl runs with, made concrete (config.json records it: a resumed
+    crawl keeps its partitions)."""
+    wanted = config.processes
+    if saved is not None:
+        if wanted is not None and wanted != saved:
+            raise CrawlError(f"this crawl runs in {saved} processes (its hosts are partitioned so); it cannot change")
+        wanted = saved
+    if wanted is None:
+        wanted = 1 if extended else max(1, os.cpu_count() or 1)
+    if wanted > 1 and extended:
+        raise CrawlError(
+            "Python extensions (filters, processors, sinks, handlers, a prioritizer) run in one process: "
+            "set processes=1"
+        )
+    return config.replace(processes=wanted)
 
 
 def saved_config(out: str | Path) -> CrawlConfig:
@@ -169,12 +178,12 @@ class Crawler:
         self.out = Path(out)
         self.resume = resume
         self.config_changes: dict[str, tuple[object, object]] = {}
-        if resume:
-            saved = saved_config(self.out)
-            if config is not None:
-                self.config_changes = saved.differences(config)
-            config = config or saved
-        self.config = config if config is not None else CrawlConfig()
+        saved = saved_config(self.out) if resume else None
+        config = config or saved or CrawlConfig()
+        extended = bool(filters or processors or sinks or handlers or prioritizer)
+        self.config = _resolve_processes(config, extended, saved.processes if saved else None)
+        if saved is not None:
+            self.config_changes = saved.differences(self.config)
         self.progress = progress
         for kind, hooks in (("filter", filters), ("processor", processors)):
             for hook in hooks:
@@ -196,6 +205,7 @@ class Crawler:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = False
         self._stop_requested = False
+        self._parallel: ParallelCrawl | None = None
 
     def _valid_seeds(self, seeds: Iterable[str], seeds_file: str | Path | None) -> tuple[list[str], list[SeedProblem]]:
         candidates = [("seeds", number, text) for number, text in enumerate(seeds, start=1)]
@@ -226,8 +236,38 @@ class Crawler:
             pass
         else:
             raise CrawlError("Crawler.run() blocks; inside a running event loop use `await crawler.crawl()`")
+        if (self.config.processes or 1) > 1:
+            return self._run_parallel()  # forks its workers: before any event loop exists in this process
         with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
             return runner.run(self._crawl(handle_signals=True))
+
+    def _run_parallel(self) -> CrawlStats:
+        if self._started:
+            raise CrawlError("a Crawler runs once; make a new one for another crawl")
+        self._started = True
+        with _directory_lock(self.out):
+            return self._run_parallel_locked()
+
+    def _run_parallel_locked(self) -> CrawlStats:
+        (self.out / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2) + "\n")
+        parallel = ParallelCrawl(
+            self.config,
+            self.out,
+            self.seeds,
+            processes=self.config.processes or 1,
+            resume=self.resume,
+            live=self.progress,
+        )
+        self._parallel = parallel
+        try:
+            stats = parallel.run()
+        except STARTUP_ERRORS as exc:
+            raise CrawlError(str(exc)) from exc
+        except WorkerStartupError as exc:
+            raise CrawlError(str(exc)) from exc
+        stats.invalid_seeds += len(self.seed_problems)
+        stats.write(self.out / "stats.json")
+        return stats
 
     async def crawl(self) -> CrawlStats:
         """Crawl to the end in the running event loop; returns the statistics.
@@ -235,12 +275,18 @@ class Crawler:
         The loop is the application's: its signal handlers are left alone (call `stop()` to end the
         crawl early), whereas `run()`, which owns its loop, stops gracefully on Ctrl-C and SIGTERM.
         """
+        if (self.config.processes or 1) > 1:  # the workers are forked from a thread without a running loop
+            return await asyncio.to_thread(self._run_parallel)
         return await self._crawl(handle_signals=False)
 
     async def _crawl(self, *, handle_signals: bool) -> CrawlStats:
         if self._started:
             raise CrawlError("a Crawler runs once; make a new one for another crawl")
         self._started = True
+        with _directory_lock(self.out):
+            return await self._crawl_locked(handle_signals=handle_signals)
+
+    async def _crawl_locked(self, *, handle_signals: bool) -> CrawlStats:
         (self.out / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2) + "\n")
         try:
             engine = CrawlEngine(
@@ -257,7 +303,7 @@ class Crawler:
             raise CrawlError(str(exc)) from exc
         self._engine, self._loop = engine, asyncio.get_running_loop()
         if self.resume:
-            _report_recovery(self.out, engine.recovery)
+            report_recovery(self.out, engine.recovery)
         engine.stats.invalid_seeds += len(self.seed_problems)
         engine.add_seeds(self.seeds)
         if self._stop_requested:
@@ -267,6 +313,9 @@ class Crawler:
     def stop(self) -> None:
         """Stop taking new URLs; fetches in flight finish, processors finish their pages, the sinks
         are closed. Safe from the crawl's event loop (a processor, a task) and from other threads."""
+        if self._parallel is not None:
+            self._parallel.request_stop()
+            return
         engine, loop = self._engine, self._loop
         if engine is None or loop is None:
             self._stop_requested = True

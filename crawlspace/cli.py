@@ -61,7 +61,10 @@ def main() -> None:
 @click.option("--max-delay", type=float, help="Upper bound of the delay between requests to one host.")
 @click.option("--max-conn-per-host", type=int, help="Requests in flight at once to one host.")
 @click.option("--per-ip/--no-per-ip", "per_ip", default=None, help="Hosts on one IP address share its politeness.")
-@click.option("--concurrency", type=int, help="Fetches in flight at once.")
+@click.option("--concurrency", type=int, help="Fetches in flight at once (per process).")
+@click.option(
+    "--processes", type=int, help="Crawl processes, each owning a partition of the hosts (default: one per core)."
+)
 @click.option("--resolve", "resolve", multiple=True, metavar="HOST=IP", help="Fixed address for a host name.")
 @click.option("--hosts-file", type=click.Path(path_type=Path), help="Hosts file consulted before /etc/hosts.")
 @click.option("--allow-private-addresses", is_flag=True, default=None, help="Allow loopback and private addresses.")
@@ -189,12 +192,11 @@ def warc_find(directory: Path, url: str) -> None:
 
 
 def _open_table(directory: Path) -> Any:
-    from crawlspace.store import CrawlTable, CrawlTableError
-    from crawlspace.store.pagestore import TABLE_DIR
+    from crawlspace.store import CrawlTableError
+    from crawlspace.store.shards import open_crawl_table
 
-    path = directory / TABLE_DIR if (directory / TABLE_DIR).is_dir() else directory
     try:
-        return CrawlTable(path, readonly=True)
+        return open_crawl_table(directory)
     except CrawlTableError as exc:
         fail(str(exc))
 

@@ -71,7 +71,16 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     ] = None
 
     # concurrency and politeness
-    concurrency: Annotated[int, _doc("Fetches in flight at once across all hosts.", ge=1, le=100_000)] = 64
+    concurrency: Annotated[
+        int, _doc("Fetches in flight at once across all hosts (per process when there are several).", ge=1, le=100_000)
+    ] = 64
+    processes: Annotated[
+        PositiveInt | None,
+        _doc(
+            "Crawl processes, each owning a hash partition of the hosts (IIR's host splitter). None: one per CPU "
+            "core, or one when Python extensions (processors, sinks, filters, handlers, a prioritizer) are given."
+        ),
+    ] = None
     min_delay: Annotated[
         float,
         _doc("Least seconds between two requests to one host; robots.txt Crawl-delay can only lengthen it.", ge=0),

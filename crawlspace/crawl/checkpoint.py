@@ -27,6 +27,7 @@ The layout under the crawl directory: `frontier/` (the commit point), `journal/j
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,21 @@ class CheckpointError(Exception):
     """A crawl directory whose state cannot be resumed; says which file and why."""
 
 
+log = logging.getLogger("crawlspace")
+
+
+def report_recovery(out: Path, recovery: dict[str, Any]) -> None:
+    """Say how a resumed crawl (or partition) continues: from which checkpoint, after what replay."""
+    if recovery.get("fallback"):
+        log.warning("%s; resumed from the previous checkpoint", recovery["fallback"])
+    log.warning(
+        "resuming %s from checkpoint %s, %s journal events replayed",
+        out,
+        recovery.get("generation"),
+        recovery.get("journal_events"),
+    )
+
+
 class CrawlState(msgspec.Struct, kw_only=True):
     """The engine's part of a checkpoint (the frontier stores its own)."""
 
@@ -58,6 +74,11 @@ class CrawlState(msgspec.Struct, kw_only=True):
     sitemaps: list[str] = []  # URLs in the frontier that are sitemap files
     sitemap_files: dict[str, int] = {}  # sitemap files queued per origin
     robots_waiting: list[str] = []  # hosts whose URLs wait for an unreachable robots.txt to come back
+    outbox: list[tuple[int, int, bool, list[tuple[str, int, int]]]] = []  # unacknowledged batches (peer, number,
+    # forward, URLs) to other partitions
+    next_batch: int = 1
+    moved: dict[str, int] = {}  # hosts handed to the partition owning their IP address
+    pinned: list[str] = []  # hosts handed to this partition for that reason
 
     def encode(self) -> bytes:
         return msgspec.msgpack.encode(self)
@@ -130,3 +151,19 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _startup_errors() -> tuple[type[Exception], ...]:
+    from crawlspace.crawl.journal import JournalError
+    from crawlspace.frontier import FrontierError, FrontierStateError, FrontierStoreError
+    from crawlspace.seen import SeenStateError
+    from crawlspace.store import CrawlTableError
+
+    return (
+        CrawlTableError, CheckpointError, JournalError, FrontierError, FrontierStateError, FrontierStoreError,
+        SeenStateError,
+    )  # fmt: skip
+
+
+STARTUP_ERRORS = _startup_errors()
+"""What opening a crawl directory's stores can raise: held by another crawl, or damaged beyond resuming."""

@@ -28,6 +28,8 @@ from crawlspace.crawl import journal
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState, Journals
 from crawlspace.crawl.housekeeping import CrawlStats, ProgressReporter
 from crawlspace.crawl.journal import ReplayReport, replay
+from crawlspace.crawl.workers import PageBudget, PartitionLink, verdict_of_claim
+from crawlspace.distributed.splitter import Batch
 from crawlspace.dns import AddressGuard, DNSFailure, Resolver
 from crawlspace.dns.resolver import hostname_of_authority
 from crawlspace.fetch import Fetcher, FetchResult, Outcome
@@ -55,6 +57,10 @@ def _host_failed(result: FetchResult) -> bool:
     return result.outcome.is_transient or result.status in (429, 503)
 
 
+_ABRUPT = frozenset({"interrupted", "disk-full", "stopped", "worker-failed", "coordinator-gone"})
+"""Terminations after which in-flight fetches get `shutdown_grace` seconds, then are abandoned."""
+
+
 def header_values(result: FetchResult, name: str) -> list[str]:
     """Every value of a response header that may repeat (X-Robots-Tag, Link)."""
     lowered = name.lower()
@@ -72,8 +78,12 @@ class CrawlEngine:
         extensions: Extensions | None = None,
         prioritizer: Prioritizer | None = None,
         handle_signals: bool = True,
+        partition: PartitionLink | None = None,
+        budget: PageBudget | None = None,
     ) -> None:
         self.config = config
+        self.partition = partition  # one of several processes of a crawl (crawl.workers), or None
+        self.budget = budget or PageBudget(config.max_pages)
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.stats = CrawlStats()
@@ -152,6 +162,8 @@ class CrawlEngine:
             self.out_dir,
             StoreOptions.from_config(config),
             warcinfo={"http-header-user-agent": config.user_agent, "robots": "obey", "isPartOf": self.out_dir.name},
+            warc_dir=partition.warc_dir if partition else None,
+            recover=partition is None,  # the partitions share one WARC directory, recovered before they start
         )
         self._live_progress = live_progress
         # Ctrl-C and SIGTERM stop the crawl gracefully; not when it runs inside an application's own loop
@@ -163,6 +175,8 @@ class CrawlEngine:
         self.journals = Journals(self.out_dir)
         self._journal_lines: list[str] = []
         self._done: set[int] = set()  # finished URLs the restored frontier may still hand out once
+        self._moved: dict[str, int] = {}  # hosts this partition handed to the owner of their IP address
+        self._pinned: set[str] = set()  # hosts another partition handed to this one
         self.disk_full: str | None = None
         self._journal_broken = False
         self.recovery: dict[str, Any] = {}
@@ -183,8 +197,9 @@ class CrawlEngine:
             except InvalidURL:
                 self.stats.invalid_seeds += 1
                 continue
-            self.url_filter.add_seed(url)
-            entries.append(FrontierEntry(url))
+            self.url_filter.add_seed(url)  # every partition knows every seed (scope)
+            if self.partition is None or self.partition.owner(host_of(url)) == self.partition.index:
+                entries.append(FrontierEntry(url))
         before = self.stats.urls_discovered
         self._enqueue(entries)
         self._drain_urls()
@@ -211,6 +226,7 @@ class CrawlEngine:
         """Make the whole crawl state durable; the frontier's atomic checkpoint is the commit point."""
         if self._journal_broken:
             raise CheckpointError("the journal could not be written: the last checkpoint and journal stand")
+        self._send_batches()  # URLs for other partitions leave as journaled batches, kept until acknowledged
         self._drain_urls()  # the URL set checkpoints with an empty buffer
         self._flush_journal()  # what the checkpoint covers is in the old journal, if any
         self.urlset.checkpoint()
@@ -229,6 +245,13 @@ class CrawlEngine:
             sitemaps=sorted(self._sitemaps),
             sitemap_files=dict(self._sitemap_files),
             robots_waiting=sorted(self._parked),
+            outbox=[
+                (batch.peer, batch.number, batch.forward, [(e.url, e.depth, e.hops) for e in batch.entries])
+                for batch in (self.partition.outbox.unacked.values() if self.partition else ())
+            ],
+            next_batch=self.partition.outbox.next_number if self.partition else 1,
+            moved=dict(self._moved),
+            pinned=sorted(self._pinned),
         )
         self.frontier.checkpoint(state.encode())
         self.journals.start(generation)
@@ -249,7 +272,21 @@ class CrawlEngine:
         self.journals.generation = max([state.generation - 1, *self.journals.generations()])
         report = ReplayReport()
         journals = self.journals.since(state.generation)
-        self._replay(journals, report)
+        self._moved = dict(state.moved)
+        self._pinned = set(state.pinned)
+        unacked = {
+            (peer, number): Batch(
+                peer, number, [FrontierEntry(url, depth, hops) for url, depth, hops in entries], forward
+            )
+            for peer, number, forward, entries in state.outbox
+        }
+        self._replay(journals, report, unacked)
+        if self.partition is not None:
+            self.partition.outbox.restore(
+                [unacked[key] for key in sorted(unacked)],
+                max([state.next_batch, *(number + 1 for _, number in unacked)]),
+            )
+        self.budget.set_used(self.stats.pages_fetched)
         self.recovery = {
             "generation": state.generation,
             "fallback": self.frontier.fallback,
@@ -261,7 +298,7 @@ class CrawlEngine:
         }
         self.stats.sections["recovery"] = self.recovery
 
-    def _replay(self, paths: list[Path], report: ReplayReport) -> None:
+    def _replay(self, paths: list[Path], report: ReplayReport, unacked: dict[tuple[int, int], Batch]) -> None:
         pending: list[FrontierEntry] = []  # submitted after the last drain: not yet checked
         admitted: list[FrontierEntry] = []
         for path in paths:
@@ -283,6 +320,16 @@ class CrawlEngine:
                     self.stats.count_fetch(int(fields[0]), fields[1], int(fields[2]))
                 elif event.kind == journal.DONE:
                     self._done.add(url_fingerprint(fields[0]))
+                elif event.kind == journal.SENT:
+                    peer, number = int(fields[0]), int(fields[1])
+                    batch = unacked.setdefault((peer, number), Batch(peer, number, [], fields[4] == "1"))
+                    batch.entries.append(FrontierEntry(fields[5], int(fields[2]), int(fields[3])))
+                elif event.kind == journal.ACKED:
+                    unacked.pop((int(fields[0]), int(fields[1])), None)
+                elif event.kind == journal.MOVED:
+                    self._moved[fields[1]] = int(fields[0])
+                elif event.kind == journal.PINNED:
+                    self._pinned.add(fields[0])
         if admitted:  # the URL set may know them already (it can be ahead of the checkpoint): make sure
             self.urlset.submit_many([url_fingerprint(entry.url) for entry in admitted], admitted)
             self.urlset.drain()
@@ -308,6 +355,99 @@ class CrawlEngine:
             self._journal_lines.append(journal.done(lease.entry.url))
             self._policy_done(lease.entry.url)
 
+    # -- partitions (crawl.workers) -----------------------------------------------------------
+
+    def _route(self, entries: list[FrontierEntry]) -> list[FrontierEntry]:
+        """The host splitter: keep this partition's URLs, queue the others for their owners."""
+        link = self.partition
+        assert link is not None
+        mine: list[FrontierEntry] = []
+        full = False
+        pinned, moved = self._pinned, self._moved
+        for entry in entries:
+            host = host_of(entry.url)
+            owner = link.index if host in pinned else moved[host] if host in moved else link.owner(host)
+            if owner == link.index:
+                mine.append(entry)
+            else:
+                full |= link.outbox.add(owner, entry)
+        if full:
+            self._send_batches()
+        return mine
+
+    def _send_batches(self) -> None:
+        """Cut the pending batches, journal them (X lines), then send: a batch is never sent unjournaled."""
+        link = self.partition
+        if link is None or not link.outbox.pending:
+            return
+        batches = link.outbox.cut()
+        for batch in batches:
+            self._journal_lines.extend(
+                journal.sent(batch.peer, batch.number, entry.url, entry.depth, entry.hops, batch.forward)
+                for entry in batch.entries
+            )
+        self._flush_journal()
+        link.transmit(batches)
+
+    def receive_urls(self, entries: list[FrontierEntry], *, forwarded: bool = False) -> None:
+        """A batch from another partition for this one's hosts; journaled when this returns (then acked).
+        `forwarded`: hosts handed over for per-IP politeness; this partition keeps them from now on."""
+        assert self.partition is not None
+        self.partition.idle = False
+        if forwarded:
+            for host in {host_of(entry.url) for entry in entries} - self._pinned:
+                self._pinned.add(host)
+                self._journal_lines.append(journal.pinned(host))
+        self._submit(entries, route=False)  # the sender chose this partition
+        self._flush_journal()
+        self._changed.set()
+
+    def _owner_by_address(self, host: str, address: str | None) -> int | None:
+        """With per-IP politeness, hosts live with the partition owning their address: another
+        partition's index when this host should be handed over (once, for good), else None."""
+        link = self.partition
+        if link is None or not self.config.per_ip or host in self._pinned:
+            return None
+        owner = self._moved.get(host)
+        if owner is None and address:
+            owner = link.owner(address)
+            if owner != link.index:
+                self._moved[host] = owner
+                self._journal_lines.append(journal.moved(host, owner))
+        return None if owner is None or owner == link.index else owner
+
+    def _hand_over(self, lease: Lease, owner: int) -> None:
+        """Send a leased URL to the partition that now owns its host; no request was made."""
+        assert self.partition is not None
+
+        self.stats.handed_over += 1
+        self.partition.outbox.add(owner, lease.entry, forward=True)
+        self._release(lease, 0.0, contacted=False)
+        self._send_batches()
+
+    def batch_acknowledged(self, peer: int, number: int) -> None:
+        assert self.partition is not None
+        if self.partition.outbox.acknowledge(peer, number):
+            self._journal_lines.append(journal.acked(peer, number))
+            self._flush_journal()
+
+    async def _send_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(0.02)
+            self._send_batches()
+
+    def report(self) -> dict[str, Any]:
+        """A partition's figures for the coordinator's progress display."""
+        stats = self.stats
+        return {
+            "pages": stats.pages_fetched,
+            "bytes": stats.bytes_downloaded,
+            "robots_excluded": stats.robots_excluded,
+            "duplicate_content": stats.duplicate_content,
+            "errors": sum(stats.errors.values()),
+            **{key: value for key, value in self._gauges().items() if isinstance(value, int)},
+        }
+
     def _count_fetch(self, result: FetchResult) -> None:
         size = len(result.body)
         self.stats.count_fetch(result.status, str(result.outcome), size)
@@ -321,15 +461,24 @@ class CrawlEngine:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal)
         fetcher = Fetcher.from_config(self.config, self.resolver, self.guard)
-        reporter = ProgressReporter(self.stats, self._gauges, self.out_dir / "progress.jsonl", live=self._live_progress)
+        reporter = ProgressReporter(
+            self.stats,
+            self._gauges,
+            self.out_dir / "progress.jsonl",
+            live=self._live_progress,
+            quiet=bool(self.partition),
+        )
         try:
             async with fetcher:
                 with reporter:
                     progress = asyncio.create_task(self._report_periodically(reporter))
+                    sender = asyncio.create_task(self._send_periodically()) if self.partition else None
                     try:
                         await self._dispatch(fetcher)
                     finally:
                         progress.cancel()
+                        if sender is not None:
+                            sender.cancel()
         finally:
             for sig in self._signals:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -348,6 +497,11 @@ class CrawlEngine:
             self.stats.sections["policy"] = self.policy.stats()
             self._shut_down()
         return self.stats
+
+    def close_unstarted(self) -> None:
+        """Close a crawl that was opened but will not run (another partition could not open its state)."""
+        self.stats.termination = self.stats.termination or "not-started"
+        self._shut_down()
 
     def _shut_down(self) -> None:
         """A last checkpoint (what was left to crawl survives the run), stats.json, then close the stores.
@@ -415,6 +569,12 @@ class CrawlEngine:
                     # nothing left that may be fetched: a crawl does not idle only to retry the
                     # robots.txt of unreachable hosts; their URLs stay queued (robots_waiting)
                     self.stats.robots_waiting = len(self.frontier)
+                    if self.partition is not None:  # idle: only the coordinator knows if the crawl is over
+                        self._send_batches()
+                        self.partition.idle = not self.partition.outbox.waiting
+                        await self._idle_wait()
+                        lease = self.frontier.acquire()
+                        continue
                     self.stats.termination = "frontier-empty"
                     self._stopping = True
                     break
@@ -428,13 +588,15 @@ class CrawlEngine:
             if lease is None:
                 slots.release()
                 break
+            if self.partition is not None:
+                self.partition.idle = False
             task = asyncio.create_task(self._process(fetcher, lease))
             self._tasks.add(task)
             task.add_done_callback(functools.partial(self._task_done, slots=slots))
 
     async def _finish_in_flight(self) -> None:
         """Let the fetches in flight end (within the grace period after an interrupt or a full disk)."""
-        grace = self.config.shutdown_grace if self.stats.termination in ("interrupted", "disk-full") else None
+        grace = self.config.shutdown_grace if self.stats.termination in _ABRUPT else None
         if self._tasks:
             _, late = await asyncio.wait(set(self._tasks), timeout=grace)
             for task in late:  # abandoned: their URLs were leased, so the checkpoint hands them out again
@@ -443,6 +605,12 @@ class CrawlEngine:
                 self.stats.errors["abandoned-at-shutdown"] += len(late)
                 await asyncio.gather(*late, return_exceptions=True)
         await self.extensions.drain(timeout=grace)  # pages fetched are processed, within the grace period
+
+    async def _idle_wait(self) -> None:
+        self._changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout=self._wait_cap(0.05))
+        self._check_limits()
 
     def _only_robots_waits(self) -> bool:
         """Is every queued URL on a host that waits for the retry of an unreachable robots.txt?
@@ -470,7 +638,7 @@ class CrawlEngine:
 
     def _check_limits(self) -> None:
         config = self.config
-        if config.max_pages is not None and self.stats.pages_fetched + self.frontier.in_flight >= config.max_pages:
+        if self.budget.exhausted():  # every page of the budget fetched or being fetched (by any partition)
             self.stop("max-pages")
         elif config.max_seconds is not None and time.monotonic() - self._started >= config.max_seconds:
             self.stop("max-seconds")
@@ -546,6 +714,10 @@ class CrawlEngine:
             self._dns_failed(lease, exc)
             return
         self.frontier.set_host_address(lease.host, address)  # no-op unless it changed or was unknown
+        owner = self._owner_by_address(lease.host, address) if self.partition is not None else None
+        if owner is not None:
+            self._hand_over(lease, owner)
+            return
         origin = origin_of(entry.url)
         agent = self.config.robots_agent
         now = time.monotonic()
@@ -575,16 +747,24 @@ class CrawlEngine:
             self._sitemaps.discard(entry.url)
             self._release(lease, 0.0, contacted=False)
             return
+        if not self.budget.claim():  # the crawl's page budget is spent (by this or another partition)
+            self._release(lease, 0.0, put_back=entry, contacted=False)
+            self.stop("max-pages")
+            return
         result = await self._fetch_page(fetcher, entry.url)
         attempts = self._attempts.pop(entry.url, 0) + 1
         decision = self.retry.decide(result, attempts)
+        first_elsewhere = None
+        if self.partition is not None and entry.url not in self._sitemaps and self._content_checked(result):
+            body = result.content(self.config.max_body_bytes)  # decoded once, kept by the result
+            first_elsewhere = await self.partition.claim_first(content_fingerprint(body), result.url, result.started)
         try:
             if entry.url in self._sitemaps:
                 if not decision.retry:
                     self._sitemaps.discard(entry.url)
                 self._record_sitemap(result, entry)
             else:
-                page = self._record(result, entry)
+                page = self._record(result, entry, first_elsewhere=first_elsewhere)
                 if not decision.retry:
                     self._page_done(result, entry, page)
             if decision.retry:  # back into the frontier, behind a longer rest of its host: no worker waits
@@ -715,8 +895,17 @@ class CrawlEngine:
         stats.sitemap_urls += len(sitemap.urls)
         self._follow([(url, entry.depth + 1, 0) for url in sitemap.urls], result.url, resolve=True)
 
-    def _record(self, result: FetchResult, entry: FrontierEntry) -> ParsedPage | None:
-        """Account, store and follow up one fetch; returns the parse of its body if it was parsed."""
+    def _content_checked(self, result: FetchResult) -> bool:
+        """Will `_record` test this response's body against the content set?"""
+        return bool(result.status) and result.outcome is not Outcome.REDIRECT and self._parseable(result)
+
+    def _record(
+        self, result: FetchResult, entry: FrontierEntry, *, first_elsewhere: tuple[str, float] | None = None
+    ) -> ParsedPage | None:
+        """Account, store and follow up one fetch; returns the parse of its body if it was parsed.
+
+        `first_elsewhere`: in a crawl of several partitions, the first URL with this body according to
+        the partition that owns its fingerprint (crawl.workers), when another URL had it first."""
         stats = self.stats
         self._count_fetch(result)
         if not result.status:
@@ -737,6 +926,8 @@ class CrawlEngine:
         body = result.content(self.config.max_body_bytes)
         fingerprint = content_fingerprint(body)
         verdict = self.content.check(result.url, fingerprint, result.started)
+        if verdict.kind is ContentKind.NEW and first_elsewhere is not None:
+            verdict = verdict_of_claim(first_elsewhere) or verdict  # first seen in another partition
         if verdict.kind is ContentKind.EXACT:  # seen at another URL: a revisit record, links not extracted
             stats.duplicate_content += 1
             self.store.record_duplicate(result, str(verdict.of_url), fingerprint=fingerprint, depth=entry.depth)
@@ -833,7 +1024,9 @@ class CrawlEngine:
             self._requeue()
         self._submit(accepted)
 
-    def _submit(self, entries: list[FrontierEntry]) -> None:
+    def _submit(self, entries: list[FrontierEntry], *, route: bool = True) -> None:
+        if self.partition is not None and route:
+            entries = self._route(entries)
         self._journal_lines.extend(journal.submitted(entry.url, entry.depth, entry.hops) for entry in entries)
         buffered = self.urlset.submit_many([url_fingerprint(entry.url) for entry in entries], entries)
         self.stats.duplicate_urls += len(entries) - buffered  # known to the URL set's cache
@@ -909,6 +1102,10 @@ class CrawlEngine:
         entry = lease.entry
         handler: ProtocolHandler | None = self.extensions.handler_for(entry.url)
         assert handler is not None, f"no handler for {entry.url}"
+        if not self.budget.claim():
+            self._release(lease, 0.0, put_back=entry, contacted=False)
+            self.stop("max-pages")
+            return
         result = await self.extensions.fetch(handler, entry.url)
         try:
             self._page_done(result, entry, self._record(result, entry))

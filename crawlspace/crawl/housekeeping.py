@@ -49,6 +49,7 @@ class CrawlStats:
     filtered: Counter[str] = field(default_factory=Counter)
     invalid_seeds: int = 0
     retries: int = 0  # attempts put back into the frontier after a transient failure
+    handed_over: int = 0  # URLs sent to the partition owning their host's IP address (several processes)
     termination: str = ""
     sections: dict[str, Any] = field(default_factory=dict)  # per-component reports: dns, guard, fetch
     runs: int = 1  # this run and the ones it resumed
@@ -123,6 +124,7 @@ class CrawlStats:
             "filtered": dict(sorted(self.filtered.items())),
             "invalid_seeds": self.invalid_seeds,
             "retries": self.retries,
+            "handed_over": self.handed_over,
             "termination": self.termination,
             "runs": self.runs,
             **self.sections,
@@ -147,12 +149,15 @@ class ProgressReporter:
         *,
         stream: TextIO | None = None,
         live: bool | None = None,
+        quiet: bool = False,
     ) -> None:
+        """`quiet`: progress.jsonl only (a partition of a crawl: its coordinator shows the progress)."""
         self.stats = stats
         self.snapshot = snapshot
         self._jsonl = jsonl_path.open("a", encoding="utf-8")
         self._stream = stream or sys.stderr
-        use_live = self._stream.isatty() if live is None else live
+        self._quiet = quiet
+        use_live = (self._stream.isatty() if live is None else live) and not quiet
         self._console = Console(file=self._stream)
         self._live = Live(console=self._console, refresh_per_second=4, transient=False) if use_live else None
         self._last_pages = 0
@@ -190,7 +195,9 @@ class ProgressReporter:
         }
         self._jsonl.write(json.dumps(line) + "\n")
         self._jsonl.flush()
-        if self._live is not None:
+        if self._quiet:
+            pass
+        elif self._live is not None:
             self._live.update(_table(line))
         else:
             self._console.print(

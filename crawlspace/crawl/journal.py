@@ -27,8 +27,12 @@ DRAINED = "N"
 ADMITTED = "A"
 FETCHED = "F"
 DONE = "D"
+SENT = "X"  # a URL in a batch for another partition (crawl.workers)
+ACKED = "K"  # that partition journaled the batch
+MOVED = "M"  # a host handed to the partition that owns its IP address
+PINNED = "P"  # a host handed to this partition
 _END = "E"
-_KINDS = frozenset({SUBMITTED, DRAINED, ADMITTED, FETCHED, DONE})
+_KINDS = frozenset({SUBMITTED, DRAINED, ADMITTED, FETCHED, DONE, SENT, ACKED, MOVED, PINNED})
 
 
 class JournalError(Exception):
@@ -63,6 +67,22 @@ def fetched(url: str, status: int, outcome: str, size: int) -> str:
 
 def done(url: str) -> str:
     return f"{DONE}\t{url}"
+
+
+def sent(peer: int, batch: int, url: str, depth: int, hops: int, forward: bool = False) -> str:
+    return f"{SENT}\t{peer}\t{batch}\t{depth}\t{hops}\t{int(forward)}\t{url}"
+
+
+def moved(host: str, owner: int) -> str:
+    return f"{MOVED}\t{owner}\t{host}"
+
+
+def pinned(host: str) -> str:
+    return f"{PINNED}\t{host}"
+
+
+def acked(peer: int, batch: int) -> str:
+    return f"{ACKED}\t{peer}\t{batch}\t-"
 
 
 class Journal:

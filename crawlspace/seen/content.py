@@ -108,6 +108,9 @@ class _UrlRecord:
         return cls(content_fp, fetched_at, ContentKind(kind), sim, of_url_fp, signature, url)
 
 
+_TIME = struct.Struct(">d")
+
+
 def _key(value: int) -> bytes:
     return value.to_bytes(8, "big")
 
@@ -136,13 +139,14 @@ class ContentSeen:
         self.bands, self.rows = choose_bands(num_perm, near_threshold)
         self.commit_every = commit_every
         try:
-            self._env = lmdb.open(str(self.directory), map_size=MAP_SIZE, max_dbs=4, subdir=True, lock=True)
+            self._env = lmdb.open(str(self.directory), map_size=MAP_SIZE, max_dbs=5, subdir=True, lock=True)
         except lmdb.Error as exc:
             raise SeenStateError(f"{self.directory}: cannot open the content set ({exc})") from exc
         self._fp_db = self._env.open_db(b"fp")
         self._url_db = self._env.open_db(b"url")
         self._band_db = self._env.open_db(b"band", dupsort=True, dupfixed=True)
         self._meta_db = self._env.open_db(b"meta")
+        self._oracle_db = self._env.open_db(b"oracle")
         self._txn: Any = self._env.begin(write=True)
         self._uncommitted = 0
         self._check_parameters(shingle_words, num_perm)
@@ -193,6 +197,20 @@ class ContentSeen:
         record = _UrlRecord(body_fingerprint, fetched_at, ContentKind.NEW, 0.0, 0, b"", url)
         txn.put(url_key, record.pack(), db=self._url_db)
         return NEW
+
+    def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> tuple[str, float] | None:
+        """The partitioned exact test (crawl.workers): this set owns `body_fingerprint` among the
+        partitions of a crawl. The first URL that showed it, with its fetch time, if another URL did;
+        None if `url` is the first (it is recorded as such)."""
+        key = _key(body_fingerprint)
+        first = self._txn.get(key, db=self._oracle_db)
+        if first is not None:
+            first_time = _TIME.unpack_from(first)[0]
+            first_url = bytes(first[_TIME.size :]).decode("utf-8", "surrogatepass")
+            return None if first_url == url else (first_url, first_time)
+        self._txn.put(key, _TIME.pack(fetched_at) + url.encode("utf-8", "surrogatepass"), db=self._oracle_db)
+        self._changed()
+        return None
 
     def check_near(self, url: str, text: str) -> ContentVerdict:
         """Near-duplicate test of a page `check` found NEW; records the verdict or indexes the page."""

@@ -20,8 +20,9 @@ import msgspec
 
 from crawlspace.fetch.decode import DecodeError, decode_body
 from crawlspace.parse import parse_html
-from crawlspace.store.crawltable import CrawlTable, Row
+from crawlspace.store.crawltable import Row
 from crawlspace.store.pagestore import TABLE_DIR, WARC_DIR
+from crawlspace.store.shards import open_crawl_table, table_shards
 from crawlspace.store.warc import Capture, WarcFormatError, parse_http_response, read_record
 
 FORMATS = ("jsonl", "parquet")
@@ -79,10 +80,9 @@ def _text_from_warc(warc_dir: Path, pointer: list[Any], max_bytes: int) -> tuple
 
 def page_records(crawl_dir: str | Path, *, max_body_bytes: int = 10 * 1024 * 1024) -> Iterator[PageRecord]:
     crawl_dir = Path(crawl_dir)
-    table_dir = crawl_dir / TABLE_DIR
-    if not table_dir.is_dir():
-        raise ExportError(f"no crawl table in {crawl_dir} (expected {table_dir})")
-    with CrawlTable(table_dir, readonly=True) as table:
+    if not table_shards(crawl_dir):
+        raise ExportError(f"no crawl table in {crawl_dir} (expected {crawl_dir / TABLE_DIR})")
+    with open_crawl_table(crawl_dir) as table:
         for row in table.scan("", family=("title", "content", "fetch")):
             record = _record_of(row, crawl_dir / WARC_DIR, max_body_bytes)
             if record is not None:

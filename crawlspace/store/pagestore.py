@@ -156,13 +156,18 @@ class PageStore:
         *,
         warcinfo: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        warc_dir: str | Path | None = None,
+        recover: bool = True,
     ) -> None:
+        """`warc_dir` (default: OUT_DIR/warc) may be shared by the partitions of one crawl; then the
+        crawl recovers it once before they start, and each store is told not to (`recover=False`)."""
         self.options = options or StoreOptions()
         self.out_dir = Path(out_dir)
+        self.warc_dir = Path(warc_dir) if warc_dir is not None else self.out_dir / WARC_DIR
         self.stats = StoreStats()
-        self.stats.recovered = WarcWriter.recover(self.out_dir / WARC_DIR)
+        self.stats.recovered = WarcWriter.recover(self.warc_dir) if recover else []
         self.warc = WarcWriter(
-            self.out_dir / WARC_DIR,
+            self.warc_dir,
             max_file_bytes=self.options.warc_max_bytes,
             prefix=self.options.warc_prefix,
             compression_level=self.options.warc_compression_level,

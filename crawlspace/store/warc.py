@@ -461,6 +461,8 @@ def _process_alive(pid: int, since: str | None = None) -> bool:
         return False
     except PermissionError:
         pass
+    if _zombie(pid):  # dead, not yet reaped (a crashed crawl's worker a moment after the crash)
+        return False
     if since is not None:
         started = _process_start_time(pid)
         try:
@@ -469,6 +471,14 @@ def _process_alive(pid: int, since: str | None = None) -> bool:
             return True
         return started is None or started <= created + 2.0
     return True
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return False
 
 
 def _process_start_time(pid: int) -> float | None:

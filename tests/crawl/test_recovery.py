@@ -18,7 +18,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlspace.simweb import RunningServer, SimWeb, SimWebConfig, judge_crawl, serve_in_background
-from crawlspace.store import CrawlTable
+from crawlspace.store.shards import open_crawl_table
 from tests.conftest import REPO
 
 MIN_DELAY = 0.05
@@ -47,14 +47,26 @@ def start(*args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        start_new_session=True,  # its own process group: a crash kills the crawler and all its workers
     )
 
 
-def first_run(served: RunningServer, out: Path, config: Path) -> subprocess.Popen[str]:
+def crash(process: subprocess.Popen[str]) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def first_run(served: RunningServer, out: Path, config: Path, processes: int = 2) -> subprocess.Popen[str]:
     return start(
         str(served.seeds_file), "--out", str(out), "--config", str(config), "--hosts-file", str(served.hosts_file),
         "--allow-private-addresses", "--min-delay", str(MIN_DELAY), "--concurrency", str(CONCURRENCY),
+        "--processes", str(processes),
     )  # fmt: skip
+
+
+def state_directory(out: Path) -> Path:
+    """Where a crawl keeps its frontier and journal: the first partition's when there are several."""
+    return out / "workers" / "0" if (out / "workers").is_dir() else out
 
 
 def write_config(tmp_path: Path, **values: float) -> Path:
@@ -81,18 +93,20 @@ def warc_captures(out: Path) -> Counter[str]:
     return captures
 
 
-def test_kill_nine_at_random_moments_loses_nothing(web: SimWeb, served: RunningServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("processes", [1, 2])
+def test_kill_nine_at_random_moments_loses_nothing(
+    web: SimWeb, served: RunningServer, tmp_path: Path, processes: int
+) -> None:
     out = tmp_path / "crawl"
     config = write_config(tmp_path, checkpoint_interval=0.7)
     rng = random.Random(9)
-    process = first_run(served, out, config)
+    process = first_run(served, out, config, processes)
     kills = 0
     for _ in range(12):
         time.sleep(rng.uniform(0.8, 1.6))
         if process.poll() is not None:
             break
-        process.send_signal(signal.SIGKILL)
-        process.wait()
+        crash(process)
         kills += 1
         if kills >= 6:
             break
@@ -111,11 +125,12 @@ def test_kill_nine_at_random_moments_loses_nothing(web: SimWeb, served: RunningS
     assert not verdict.unexpected and not verdict.disallowed, verdict.summary()
     assert not verdict.host_overlaps, verdict.summary()
     extra = sum(count - 1 for count in verdict.refetched.values())
-    assert extra <= kills * CONCURRENCY, f"{extra} extra fetches for {kills} kills: {verdict.summary()}"
+    in_flight = kills * CONCURRENCY * processes  # the most that can be in flight at the kills
+    assert extra <= in_flight, f"{extra} extra fetches for {kills} kills: {verdict.summary()}"
 
     captures = warc_captures(out)  # every WARC file readable
     assert set(captures) == verdict.expected
-    table = CrawlTable(out / "table", readonly=True)
+    table = open_crawl_table(out)
     try:  # and every fetched page has its row in the crawl table, however the kills fell
         missing_rows = [url for url in verdict.expected if table.get(url, family="fetch") is None]
     finally:
@@ -126,8 +141,8 @@ def test_kill_nine_at_random_moments_loses_nothing(web: SimWeb, served: RunningS
     assert stats["termination"] == "frontier-empty"
     assert 2 <= stats["runs"] <= kills + 1  # a run killed before its first checkpoint is not counted
     # the statistics count every fetch the journal recorded: all but those in flight at the kills
-    assert requests - kills * CONCURRENCY <= stats["pages_fetched"] <= requests
-    assert abs(stats["pages_fetched"] - sum(captures.values())) <= kills * CONCURRENCY
+    assert requests - in_flight <= stats["pages_fetched"] <= requests
+    assert abs(stats["pages_fetched"] - sum(captures.values())) <= in_flight
     print(f"kills {kills}, pages {len(verdict.expected)}, extra fetches {extra}, runs {stats['runs']}")
 
 
@@ -162,7 +177,7 @@ def test_damaged_checkpoint_falls_back_to_the_previous_one(
     web: SimWeb, served: RunningServer, tmp_path: Path, damage: str
 ) -> None:
     out = _stopped_crawl(served, tmp_path)
-    state = out / "frontier" / "frontier.state"
+    state = state_directory(out) / "frontier" / "frontier.state"
     data = state.read_bytes()
     if damage == "truncated":
         state.write_bytes(data[: len(data) // 2])
@@ -182,13 +197,13 @@ def test_damaged_checkpoint_falls_back_to_the_previous_one(
 def test_unusable_checkpoint_is_an_error_not_a_fresh_start(served: RunningServer, tmp_path: Path) -> None:
     out = _stopped_crawl(served, tmp_path)
     for name in ("frontier.state", "frontier.state.prev"):
-        (out / "frontier" / name).write_bytes(b"\x00" * 64)
+        (state_directory(out) / "frontier" / name).write_bytes(b"\x00" * 64)
     before = sorted(path.name for path in (out / "warc").iterdir())
     process = start("--resume", str(out))
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 2
-    assert "frontier.state" in stderr and "unusable" in stderr
-    assert len(stderr.strip().splitlines()) == 1
+    errors = [line for line in stderr.splitlines() if line.startswith("crawlspace: error:")]
+    assert len(errors) == 1 and "frontier.state" in errors[0] and "unusable" in errors[0]  # one line naming it
     assert sorted(path.name for path in (out / "warc").iterdir()) == before  # nothing was started over
 
 
@@ -197,9 +212,8 @@ def test_damaged_journal_is_named(served: RunningServer, tmp_path: Path) -> None
     config = write_config(tmp_path, checkpoint_interval=1000.0)
     process = first_run(served, out, config)
     time.sleep(1.5)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    journals = sorted((out / "journal").glob("journal-*.log"))
+    crash(process)
+    journals = sorted((state_directory(out) / "journal").glob("journal-*.log"))
     data = bytearray(journals[-1].read_bytes())
     assert data.count(b"\nE\t") >= 2, "the journal should hold several batches"
     data[10] ^= 0x01

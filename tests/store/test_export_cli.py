@@ -156,7 +156,18 @@ def test_a_crawl_into_a_directory_in_use_fails_clearly(tmp_path: Path) -> None:
     seeds.write_text("http://a.test/\n")
     with CrawlTable(tmp_path / "crawl" / "table"):
         done = subprocess.run(
-            [sys.executable, "-m", "crawlspace", "crawl", str(seeds), "--out", str(tmp_path / "crawl")],
+            # one process: the table is DIR/table (several processes each write DIR/workers/K/table)
+            [
+                sys.executable,
+                "-m",
+                "crawlspace",
+                "crawl",
+                str(seeds),
+                "--out",
+                str(tmp_path / "crawl"),
+                "--processes",
+                "1",
+            ],
             capture_output=True,
             text=True,
             timeout=60,
@@ -166,4 +177,29 @@ def test_a_crawl_into_a_directory_in_use_fails_clearly(tmp_path: Path) -> None:
     assert done.stderr.strip().splitlines() == [
         f"crawlspace: error: crawl table {tmp_path / 'crawl' / 'table'} is in use by another writer"
         " (is a crawl running in this directory?)"
+    ]
+
+
+def test_two_crawls_in_one_directory_is_a_clear_error(tmp_path: Path) -> None:
+    import fcntl
+    import os
+    import subprocess
+    import sys
+
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://a.test/\n")
+    out = tmp_path / "crawl"
+    out.mkdir()
+    with (out / ".lock").open("w") as held:  # as a running crawl holds it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        done = subprocess.run(
+            [sys.executable, "-m", "crawlspace", "crawl", str(seeds), "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])),
+        )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"crawlspace: error: crawl directory {out} is in use by another crawl (lock held on .lock)"
     ]

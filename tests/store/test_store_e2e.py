@@ -17,10 +17,11 @@ from fastwarc.warc import WarcRecordType
 
 from crawlspace.simweb import SimWeb, SimWebConfig
 from crawlspace.simweb.server import RunningServer, serve_in_background
-from crawlspace.store import CdxjIndex, CrawlTable
+from crawlspace.store import CdxjIndex
 from crawlspace.store.cdxj import cdxj_path
 from crawlspace.store.export import page_records
 from crawlspace.store.rowkey import row_key
+from crawlspace.store.shards import open_crawl_table
 from crawlspace.store.warc import Capture, iter_records, read_record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,7 +85,7 @@ def test_every_stored_capture_is_in_the_table_and_the_index(crawled: tuple[SimWe
     _, crawl = crawled
     index = CdxjIndex(crawl / "warc")
     captures = 0
-    with CrawlTable(crawl / "table", readonly=True) as table:
+    with open_crawl_table(crawl) as table:
         for path in warc_paths(crawl):
             for record in iter_records(path):
                 assert not record.problem
@@ -105,7 +106,7 @@ def test_anchors_match_the_ground_truth(crawled: tuple[SimWeb, Path]) -> None:
     web, crawl = crawled
     checked = 0
     targets_with_many_sources = 0
-    with CrawlTable(crawl / "table", readonly=True) as table:
+    with open_crawl_table(crawl) as table:
         anchors: dict[str, dict[str, str]] = {}
         for row in table.scan(family="anchor", versions=1):
             anchors[row.url] = {anchor.source: anchor.text for anchor in row.anchors}
@@ -129,7 +130,7 @@ def test_anchors_match_the_ground_truth(crawled: tuple[SimWeb, Path]) -> None:
 
 def test_scan_order_is_reversed_host_order(crawled: tuple[SimWeb, Path]) -> None:
     _, crawl = crawled
-    with CrawlTable(crawl / "table", readonly=True) as table:
+    with open_crawl_table(crawl) as table:
         keys = [row.key for row in table.scan()]
         assert keys == sorted(keys) and keys == sorted(row_key(row.url) for row in table.scan())
         hosts = [key.split("/", 1)[0] for key in keys]
@@ -142,7 +143,7 @@ def test_scan_order_is_reversed_host_order(crawled: tuple[SimWeb, Path]) -> None
 def test_export_has_every_fetched_page(crawled: tuple[SimWeb, Path]) -> None:
     _, crawl = crawled
     records = list(page_records(crawl))
-    with CrawlTable(crawl / "table", readonly=True) as table:
+    with open_crawl_table(crawl) as table:
         fetched = [row.url for row in table.scan(family="fetch")]
     assert [record.url for record in records] == fetched
     pages = [record for record in records if record.status == 200 and record.text and record.title]
@@ -155,23 +156,23 @@ def test_a_crawl_killed_with_kill_9_leaves_valid_warc_files_after_resume(tmp_pat
     with serve_in_background(web, tmp_path / "server", seeds=4) as server:
         process = subprocess.Popen(
             crawl_command(server, out, "--max-pages", "5000"),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment(),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment(), start_new_session=True,
         )  # fmt: skip
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 paths = warc_paths(out) if (out / "warc").is_dir() else []
-                if paths and paths[0].stat().st_size > 300_000:
+                if paths and sum(path.stat().st_size for path in paths) > 300_000:
                     break
                 time.sleep(0.05)
             else:
                 pytest.fail("the crawl wrote no WARC data in time")
-            os.kill(process.pid, signal.SIGKILL)
+            os.killpg(process.pid, signal.SIGKILL)  # the crawler and all its worker processes
         finally:
             process.wait()
-        (killed,) = warc_paths(out)
-        assert not cdxj_path(killed).exists()  # left open by the dead crawl
-        with CrawlTable(out / "table", readonly=True) as table:  # committed pointers point at whole records
+        killed = warc_paths(out)
+        assert killed and not any(cdxj_path(path).exists() for path in killed)  # left open by the dead crawl
+        with open_crawl_table(out) as table:  # committed pointers point at whole records
             pointers = [row.latest("content", "warc") for row in table.scan(family="content")]
         for pointer in filter(None, pointers):
             capture = Capture.from_list(pointer)
@@ -179,9 +180,9 @@ def test_a_crawl_killed_with_kill_9_leaves_valid_warc_files_after_resume(tmp_pat
                 "response", "revisit",
             )  # fmt: skip
         resumed = subprocess.run(
-            crawl_command(server, out, "--max-pages", "40"), capture_output=True, text=True, timeout=120,
-            env=environment(),
+            [sys.executable, "-m", "crawlspace", "crawl", "--resume", str(out), "--max-pages", "40", "--no-progress"],
+            capture_output=True, text=True, timeout=120, env=environment(),
         )  # fmt: skip
         assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert len(warc_paths(out)) == 2 and cdxj_path(killed).exists()
+    assert all(cdxj_path(path).exists() for path in killed)  # recovered: torn tails cut, indexes written
     assert assert_valid_warcs(out) > 40

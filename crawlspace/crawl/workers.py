@@ -1,0 +1,595 @@
+"""Several crawl processes on one machine (`--processes N`): the host splitter of IIR figure 20.2.
+
+The coordinator (the process the user started) forks N workers. Worker k runs a full engine over
+the hosts `owner_of(host, N) == k`, with its own frontier, URL set, content set, robots cache,
+journal and crawl-table shard under DIR/workers/k/; all write WARC files into the one DIR/warc/.
+They talk over socketpairs made before the fork:
+
+- worker -> worker: batches of URLs for the receiver's hosts (journaled by the sender as X lines,
+  acknowledged by the receiver once it journaled them as its own submissions, K lines: delivery is
+  at least once, repeats are dropped by the receiver's URL set); exact-duplicate questions about a
+  body fingerprint to the partition that owns `fp mod N`, and their answers.
+- worker -> coordinator: progress reports and, when asked, termination probes: (round, idle,
+  batches sent, batches received). The crawl is over when two consecutive rounds find every worker
+  idle with equal totals (Mattern's four-counter method: a batch in transit shows as sent > received,
+  one received between the rounds changes the totals).
+- coordinator -> worker: probes, and stop.
+
+A page budget (`max_pages`) is one shared counter. Statistics are merged into DIR/stats.json at
+the end. Resuming restarts the same N workers, each from its own checkpoint and journal; their
+unacknowledged batches are sent again. Per-IP politeness holds within a partition: hosts on one
+address in different partitions each keep their own delay (see docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import multiprocessing
+import multiprocessing.sharedctypes
+import os
+import signal
+import socket
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from crawlspace.config import CrawlConfig
+from crawlspace.crawl.checkpoint import STARTUP_ERRORS, report_recovery
+from crawlspace.crawl.housekeeping import CrawlStats
+from crawlspace.distributed.channel import Channel, ChannelClosed
+from crawlspace.distributed.splitter import Batch, Outbox, owner_of
+from crawlspace.frontier.entry import FrontierEntry
+from crawlspace.seen import ContentKind, ContentVerdict
+from crawlspace.store.pagestore import WARC_DIR
+from crawlspace.store.warc import WarcWriter
+
+if TYPE_CHECKING:
+    from crawlspace.crawl.engine import CrawlEngine
+
+WORKERS_DIR = "workers"
+REPORT_INTERVAL = 0.5
+QUERY_TIMEOUT = 10.0
+PROBE_INTERVAL = 0.2
+
+
+class WorkerStartupError(Exception):
+    """A partition could not start (its state cannot be resumed, its directory is in use...)."""
+
+
+def worker_directory(crawl_dir: Path, index: int) -> Path:
+    return crawl_dir / WORKERS_DIR / str(index)
+
+
+class PageBudget:
+    """The crawl's page limit, shared by its processes: a page fetch claims one unit first."""
+
+    def __init__(self, limit: int | None, shared: Any = None) -> None:
+        self.limit = limit
+        self._shared = shared  # a multiprocessing.Value('q') when several processes share the budget
+        self._local = 0
+
+    @property
+    def used(self) -> int:
+        return int(self._shared.value) if self._shared is not None else self._local
+
+    def exhausted(self) -> bool:
+        return self.limit is not None and self.used >= self.limit
+
+    def claim(self) -> bool:
+        if self.limit is None:
+            self._count(1)
+            return True
+        if self._shared is not None:
+            with self._shared.get_lock():
+                if self._shared.value >= self.limit:
+                    return False
+                self._shared.value += 1
+            return True
+        if self._local >= self.limit:
+            return False
+        self._local += 1
+        return True
+
+    def set_used(self, used: int) -> None:
+        """Continue the count of a resumed crawl (its pages fetched so far)."""
+        if self._shared is not None:
+            with self._shared.get_lock():
+                self._shared.value += used
+        else:
+            self._local = used
+
+    def _count(self, pages: int) -> None:
+        if self._shared is not None:
+            with self._shared.get_lock():
+                self._shared.value += pages
+        else:
+            self._local += pages
+
+
+@dataclass
+class PartitionLink:
+    """What a worker's engine uses to reach the other partitions and the coordinator."""
+
+    index: int
+    count: int
+    warc_dir: Path
+    peer_sockets: dict[int, socket.socket]
+    control_socket: socket.socket
+    outbox: Outbox = field(init=False)
+    sent: int = 0  # URL batches sent by this process, resends included (termination counting)
+    received: int = 0  # URL batches received and journaled
+    idle: bool = False
+    _peers: dict[int, Channel] = field(default_factory=dict)
+    _control: Channel | None = None
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _queries: dict[int, tuple[int, asyncio.Future[tuple[str, float] | None]]] = field(default_factory=dict)
+    _gone: set[int] = field(default_factory=set)  # peers whose channel closed
+    _query_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _engine: CrawlEngine | None = None
+
+    def __post_init__(self) -> None:
+        self.outbox = Outbox(self.index, self.count)
+
+    # -- ownership ---------------------------------------------------------------------------
+
+    def owner(self, host: str) -> int:
+        return owner_of(host, self.count)
+
+    def content_owner(self, fingerprint: int) -> int:
+        return fingerprint % self.count
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def ready(self, problem: str | None = None) -> bool:
+        """Tell the coordinator this partition could open its state (or why not); True when every
+        partition could and the crawl goes ahead: no partition crawls unless all of them can."""
+        self._control = await Channel.over(self.control_socket)
+        self._control.send(["fatal", self.index, problem] if problem else ["ready", self.index])
+        await self._control.drain()
+        while True:
+            try:
+                message = await self._control.receive()
+            except ChannelClosed:
+                return False
+            if message[0] in ("go", "stop"):
+                return bool(message[0] == "go")
+
+    async def start(self, engine: CrawlEngine) -> None:
+        self._engine = engine
+        for peer, sock in self.peer_sockets.items():
+            self._peers[peer] = await Channel.over(sock)
+            self._tasks.append(asyncio.create_task(self._listen_peer(peer)))
+        self._tasks.append(asyncio.create_task(self._listen_control()))
+        self._tasks.append(asyncio.create_task(self._report_periodically()))
+        self.resend()
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for channel in [*self._peers.values(), *([self._control] if self._control else [])]:
+            with contextlib.suppress(Exception):
+                await channel.drain()
+            channel.close()
+
+    # -- URL batches -------------------------------------------------------------------------
+
+    def transmit(self, batches: list[Batch]) -> None:
+        """Send batches the engine has journaled (as X lines)."""
+        self.sent += len(batches)
+        for batch in batches:
+            urls = [[entry.url, entry.depth, entry.hops] for entry in batch.entries]
+            self._send(batch.peer, ["fwd" if batch.forward else "urls", self.index, batch.number, urls])
+
+    def resend(self) -> None:
+        """After a resume: every batch not acknowledged before the crash goes out again."""
+        self.transmit(sorted(self.outbox.unacked.values(), key=lambda batch: batch.number))
+
+    def _send(self, peer: int, message: list[Any]) -> None:
+        with contextlib.suppress(ChannelClosed):  # the peer is gone: the coordinator ends the crawl
+            self._peers[peer].send(message)
+
+    # -- exact duplicates, partitioned by fingerprint -------------------------------------------
+
+    async def claim_first(self, fingerprint: int, url: str, fetched_at: float) -> tuple[str, float] | None:
+        """The first URL with this body, asked of the partition that owns the fingerprint."""
+        assert self._engine is not None
+        owner = self.content_owner(fingerprint)
+        if owner == self.index:
+            return self._engine.content.claim_first(fingerprint, url, fetched_at)
+        if owner in self._gone:
+            return None  # the owner stopped: treated as new (a duplicate may be stored twice)
+        number = next(self._query_numbers)
+        future: asyncio.Future[tuple[str, float] | None] = asyncio.get_running_loop().create_future()
+        self._queries[number] = (owner, future)
+        self._send(owner, ["cq", self.index, number, fingerprint, url, fetched_at])
+        try:
+            return await asyncio.wait_for(future, timeout=QUERY_TIMEOUT)
+        except TimeoutError:
+            return None  # the owner did not answer: treated as new (a duplicate may be stored twice)
+        finally:
+            self._queries.pop(number, None)
+
+    # -- listening ---------------------------------------------------------------------------
+
+    async def _listen_peer(self, peer: int) -> None:
+        channel = self._peers[peer]
+        engine = self._engine
+        assert engine is not None
+        while True:
+            try:
+                message = await channel.receive()
+            except ChannelClosed:
+                self._gone.add(peer)
+                for owner, future in list(self._queries.values()):
+                    if owner == peer and not future.done():
+                        future.set_result(None)
+                return
+            kind = message[0]
+            if kind in ("urls", "fwd"):
+                _, sender, number, raw = message
+                entries = [FrontierEntry(url, int(depth), int(hops)) for url, depth, hops in raw]
+                engine.receive_urls(entries, forwarded=kind == "fwd")  # journaled before it returns
+                self.received += 1
+                self._send(sender, ["ack", self.index, number])
+            elif kind == "ack":
+                _, sender, number = message
+                engine.batch_acknowledged(int(sender), int(number))
+            elif kind == "cq":
+                _, sender, number, fingerprint, url, fetched_at = message
+                first = engine.content.claim_first(int(fingerprint), url, float(fetched_at))
+                self._send(sender, ["ca", number, None if first is None else [first[0], first[1]]])
+            elif kind == "ca":
+                _, number, first = message
+                query = self._queries.get(int(number))
+                if query is not None and not query[1].done():
+                    query[1].set_result(None if first is None else (str(first[0]), float(first[1])))
+
+    async def _listen_control(self) -> None:
+        assert self._control is not None and self._engine is not None
+        while True:
+            try:
+                message = await self._control.receive()
+            except ChannelClosed:
+                self._engine.stop("coordinator-gone")
+                return
+            if message[0] == "probe":
+                self._control.send(["probe", message[1], self.idle, self.sent, self.received])
+            elif message[0] == "stop":
+                self._engine.stop(str(message[1]))
+
+    async def _report_periodically(self) -> None:
+        assert self._control is not None and self._engine is not None
+        while True:
+            await asyncio.sleep(REPORT_INTERVAL)
+            with contextlib.suppress(ChannelClosed):
+                self._control.send(["report", self.index, self._engine.report()])
+
+
+def verdict_of_claim(first: tuple[str, float] | None) -> ContentVerdict | None:
+    return None if first is None else ContentVerdict(ContentKind.EXACT, first[0], first[1], 1.0)
+
+
+# -- the processes ------------------------------------------------------------------------------
+
+
+@dataclass
+class WorkerSpec:
+    index: int
+    count: int
+    crawl_dir: Path
+    config: CrawlConfig
+    seeds: list[str]
+    resume: bool
+    peer_sockets: dict[int, socket.socket]
+    control_socket: socket.socket
+    pages: Any  # the shared page counter
+    make_engine: Callable[..., CrawlEngine] | None = None
+    foreign_sockets: list[socket.socket] = field(default_factory=list)  # inherited by the fork, not ours
+
+
+def _worker_main(spec: WorkerSpec) -> None:
+    """A worker process: one engine over one partition until the coordinator says stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator relays interrupts (as stop messages)
+    for sock in spec.foreign_sockets:  # else a dead coordinator's channel would never read as closed
+        sock.close()
+    from crawlspace.crawl.engine import CrawlEngine
+
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+    async def run() -> None:
+        link = PartitionLink(spec.index, spec.count, spec.crawl_dir / WARC_DIR, spec.peer_sockets, spec.control_socket)
+        budget = PageBudget(spec.config.max_pages, spec.pages)
+        factory = spec.make_engine or CrawlEngine
+        directory = worker_directory(spec.crawl_dir, spec.index)
+        try:
+            engine = factory(
+                spec.config,
+                directory,
+                live_progress=False,
+                resume=spec.resume,
+                partition=link,
+                budget=budget,
+                handle_signals=False,
+            )
+        except STARTUP_ERRORS as exc:  # told to the coordinator, which ends the crawl with this message
+            await link.ready(str(exc))
+            raise SystemExit(2) from None
+        if not await link.ready():  # another partition could not start: this one closes untouched
+            engine.close_unstarted()
+            return
+        if spec.resume:
+            report_recovery(directory, engine.recovery)
+        await link.start(engine)
+        if spec.seeds:
+            engine.add_seeds(spec.seeds)
+        try:
+            await engine.run()
+        finally:
+            await link.close()
+
+    asyncio.run(run())
+
+
+class ParallelCrawl:
+    """The coordinator of `processes` workers over one crawl directory."""
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        crawl_dir: Path,
+        seeds: list[str],
+        *,
+        processes: int,
+        resume: bool,
+        live: bool | None = None,
+        make_engine: Callable[..., CrawlEngine] | None = None,
+    ) -> None:
+        self.config = config
+        self.crawl_dir = crawl_dir
+        self.seeds = seeds
+        self.processes = processes
+        self.resume = resume
+        self.live = live
+        self.make_engine = make_engine
+        self.reports: dict[int, dict[str, Any]] = {}
+        self.termination = ""
+        self._stop_reason: str | None = None
+        self._stop_requested = False
+        self.fatal: list[str] = []  # workers that could not start, and why
+        self._ready: set[int] = set()
+
+    def request_stop(self) -> None:
+        """Stop the crawl (from any thread): the workers finish their fetches and checkpoint."""
+        self._stop_requested = True
+
+    def run(self) -> CrawlStats:
+        context = multiprocessing.get_context("fork")
+        crawl_dir = self.crawl_dir
+        (crawl_dir / WORKERS_DIR).mkdir(parents=True, exist_ok=True)
+        WarcWriter.recover(crawl_dir / WARC_DIR)  # once for all workers: they share the directory
+        pages = context.Value("q", 0)  # a resumed worker adds the pages its checkpoint counted
+        n = self.processes
+        pairs = {(a, b): socket.socketpair() for a in range(n) for b in range(a + 1, n)}
+        controls = [socket.socketpair() for _ in range(n)]
+        workers = []
+        for k in range(n):
+            peers = {}
+            for (a, b), (sa, sb) in pairs.items():
+                if a == k:
+                    peers[b] = sa
+                elif b == k:
+                    peers[a] = sb
+            mine = {id(sock) for sock in [*peers.values(), controls[k][1]]}
+            everything = [sock for pair in [*pairs.values(), *controls] for sock in pair]
+            spec = WorkerSpec(
+                k, n, crawl_dir, self.config, self.seeds, self.resume, peers, controls[k][1], pages, self.make_engine,
+                [sock for sock in everything if id(sock) not in mine],
+            )  # fmt: skip
+            process = context.Process(target=_worker_main, args=(spec,), name=f"crawlspace-worker-{k}")
+            process.start()
+            workers.append(process)
+        for sa, sb in pairs.values():
+            sa.close()
+            sb.close()
+        for _, worker_end in controls:
+            worker_end.close()
+        started = time.time()
+        try:
+            asyncio.run(self._coordinate([control for control, _ in controls], workers))
+        finally:
+            for process in workers:
+                process.join(timeout=self.config.shutdown_grace + 30)
+                if process.is_alive():
+                    process.kill()
+                    process.join()
+        if self.fatal:
+            raise WorkerStartupError(self.fatal[0])
+        stats = merge_worker_stats(crawl_dir, n, started)
+        failed = [p.name for p in workers if p.exitcode not in (0, None)]
+        if failed:
+            stats.errors["worker-failed"] += len(failed)
+        stats.termination = self.termination or stats.termination
+        stats.write(crawl_dir / "stats.json")
+        return stats
+
+    async def _coordinate(self, sockets: list[socket.socket], workers: list[Any]) -> None:
+        channels = [await Channel.over(sock) for sock in sockets]
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self._interrupt, channels)
+        probes: dict[int, dict[int, list[Any]]] = {}
+        listeners = [asyncio.create_task(self._listen(k, channel, probes)) for k, channel in enumerate(channels)]
+        while len(self._ready) + len(self.fatal) < len(channels) and any(p.is_alive() for p in workers):
+            await asyncio.sleep(0.02)
+        for channel in channels:
+            with contextlib.suppress(ChannelClosed):
+                channel.send(["stop", "worker-failed"] if self.fatal else ["go"])
+        if self.fatal:
+            self._stop_reason = self.termination = "worker-failed"
+        progress = _Progress(self.crawl_dir, self.live, self.reports)
+        previous: dict[int, list[Any]] | None = None
+        round_number = 0
+        try:
+            while any(process.is_alive() for process in workers):
+                if self._stop_reason is None and (
+                    self.fatal or any(process.exitcode not in (None, 0) for process in workers)
+                ):
+                    self._stop_all(channels, "worker-failed")
+                if self._stop_reason is None and self._stop_requested:
+                    self._stop_all(channels, "stopped")
+                if self._stop_reason is None:
+                    round_number += 1
+                    for channel in channels:
+                        with contextlib.suppress(ChannelClosed):
+                            channel.send(["probe", round_number])
+                await asyncio.sleep(PROBE_INTERVAL)
+                progress.maybe_report()
+                answers = probes.pop(round_number, {})
+                if self._stop_reason is None and len(answers) == len(channels):
+                    settled = all(answer[0] for answer in answers.values()) and sum(
+                        a[1] for a in answers.values()
+                    ) == sum(a[2] for a in answers.values())
+                    if settled and previous == answers:
+                        self._stop_all(channels, "frontier-empty")
+                    previous = answers if settled else None
+                for old in [number for number in probes if number < round_number]:
+                    del probes[old]
+        finally:
+            progress.close()
+            for task in listeners:
+                task.cancel()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.remove_signal_handler(sig)
+
+    async def _listen(self, index: int, channel: Channel, probes: dict[int, dict[int, list[Any]]]) -> None:
+        while True:
+            try:
+                message = await channel.receive()
+            except ChannelClosed:
+                return
+            if message[0] == "probe":
+                _, number, idle, sent, received = message
+                probes.setdefault(int(number), {})[index] = [bool(idle), int(sent), int(received)]
+            elif message[0] == "report":
+                self.reports[int(message[1])] = message[2]
+            elif message[0] == "fatal":
+                self.fatal.append(str(message[2]))
+            elif message[0] == "ready":
+                self._ready.add(index)
+
+    def _interrupt(self, channels: list[Channel]) -> None:
+        if self._stop_reason == "interrupted":
+            os._exit(130)  # a second Ctrl-C: at once (the checkpoints and journals still resume)
+        self._stop_all(channels, "interrupted")
+
+    def _stop_all(self, channels: list[Channel], reason: str) -> None:
+        self._stop_reason = reason
+        self.termination = self.termination or reason
+        for channel in channels:
+            with contextlib.suppress(ChannelClosed):
+                channel.send(["stop", reason])
+
+
+class _Progress:
+    """The coordinator's progress: the workers' reports summed, on the terminal and in progress.jsonl."""
+
+    def __init__(self, crawl_dir: Path, live: bool | None, reports: dict[int, dict[str, Any]]) -> None:
+        self._reports = reports
+        self._path = crawl_dir / "progress.jsonl"
+        self._handle = self._path.open("a", encoding="utf-8")
+        self._started = time.monotonic()
+        self._last = 0.0
+        self._last_pages = 0
+        self._interval = 2.0
+        self._stream = sys.stderr
+
+    def maybe_report(self) -> None:
+        now = time.monotonic()
+        if now - self._last < self._interval or not self._reports:
+            return
+        total: Counter[str] = Counter()
+        for report in self._reports.values():
+            for key, value in report.items():
+                if isinstance(value, int) and not isinstance(value, bool):
+                    total[key] += value
+        pages = int(total.get("pages", 0))
+        recent = (pages - self._last_pages) / (now - self._last) if self._last else 0.0
+        self._last, self._last_pages = now, pages
+        line = {"time": round(time.time(), 3), "elapsed": round(now - self._started, 2), "workers": len(self._reports)}
+        line.update(dict(sorted(total.items())))
+        line["pages_per_second_recent"] = round(recent, 1)
+        self._handle.write(json.dumps(line) + "\n")
+        self._handle.flush()
+        self._stream.write(
+            f"[{line['elapsed']:>7.1f}s] pages {pages} ({recent:.1f}/s), frontier {int(total.get('frontier', 0))}, "
+            f"in flight {int(total.get('in_flight', 0))}, workers {len(self._reports)}, "
+            f"errors {int(total.get('errors', 0))}\n"
+        )
+        self._stream.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def merge_worker_stats(crawl_dir: Path, count: int, started: float) -> CrawlStats:
+    """One CrawlStats for the whole crawl from the workers' stats.json files."""
+    merged = CrawlStats(started_at=started)
+    snapshots = []
+    for k in range(count):
+        path = worker_directory(crawl_dir, k) / "stats.json"
+        try:
+            snapshots.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            merged.errors["worker-stats-missing"] += 1
+    for data in snapshots:
+        for name in _SUMMED:
+            setattr(merged, name, getattr(merged, name) + int(data.get(name, 0)))
+        merged.responses_by_status.update({int(k): v for k, v in data.get("responses_by_status", {}).items()})
+        merged.outcomes.update(data.get("outcomes", {}))
+        merged.errors.update(data.get("errors", {}))
+        merged.filtered.update(data.get("filtered", {}))
+        merged.runs = max(merged.runs, int(data.get("runs", 1)))
+    for name in {key for data in snapshots for key, value in data.items() if isinstance(value, dict)} - _TOP_COUNTERS:
+        merged.sections[name] = _combine([data[name] for data in snapshots if name in data])
+    if snapshots:
+        merged.termination = str(snapshots[0].get("termination", ""))
+    merged.sections["workers"] = [{key: data.get(key) for key in _PER_WORKER} for data in snapshots]
+    merged.finished_at = time.time()
+    longest = max((float(data.get("duration_seconds", 0.0)) for data in snapshots), default=0.0)
+    merged.crawl_seconds_before = max(0.0, longest - (merged.finished_at - started))  # elapsed: the longest run
+    return merged
+
+
+_SUMMED = (
+    "pages_fetched", "bytes_downloaded", "robots_fetches", "robots_excluded", "robots_unreachable", "robots_waiting",
+    "sitemaps_fetched", "sitemap_urls", "duplicate_urls", "duplicate_content", "near_duplicate_content",
+    "links_extracted", "links_dropped", "nofollow_links", "noindex_pages", "canonical_elsewhere", "urls_discovered",
+    "retries", "handed_over",
+)  # fmt: skip
+_PER_WORKER = ("pages_fetched", "pages_per_second", "termination", "runs")
+_TOP_COUNTERS = frozenset({"responses_by_status", "outcomes", "errors", "filtered"})
+
+
+def _combine(values: list[Any]) -> Any:
+    """The partitions' values of one stats entry as one: counts add up, rates and other fractions
+    are averaged, tables combine key by key, anything else keeps the first partition's value."""
+    if all(isinstance(value, dict) for value in values):
+        keys = {key: None for value in values for key in value}
+        return {key: _combine([value[key] for value in values if key in value]) for key in keys}
+    if all(isinstance(value, int) and not isinstance(value, bool) for value in values):
+        return sum(values)
+    if all(isinstance(value, int | float) and not isinstance(value, bool) for value in values):
+        return sum(values) / len(values)
+    return values[0]
