@@ -39,6 +39,7 @@ class Run:
     wall_seconds: float
     cpu_seconds: float
     peak_rss_mb: float
+    peak_pss_mb: float
     robots_violations: int
     duplicate_fetches: int
     host_overlaps: int
@@ -52,8 +53,10 @@ class Run:
         return 1000 * self.cpu_seconds / self.pages if self.pages else float("nan")
 
 
-def tree_rss_bytes(root: int) -> int:
-    """Resident memory of `root` and all its descendants, from /proc."""
+def tree_memory_bytes(root: int) -> tuple[int, int]:
+    """Memory of `root` and all its descendants, from /proc: summed RSS, and summed PSS (each shared
+    page divided among the processes sharing it: forked workers share their parent's pages, which
+    summed RSS counts once per process)."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -71,32 +74,35 @@ def tree_rss_bytes(root: int) -> int:
             if parent in members and pid not in members:
                 members.add(pid)
                 changed = True
-    total = 0
+    rss = pss = 0
     for pid in members:
         try:
             with open(f"/proc/{pid}/statm") as handle:
-                total += int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, IndexError, ValueError):
+                rss += int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(f"/proc/{pid}/smaps_rollup") as handle:
+                pss += next(int(line.split()[1]) * 1024 for line in handle if line.startswith("Pss:"))
+        except (OSError, IndexError, ValueError, StopIteration):
             continue
-    return total
+    return rss, pss
 
 
-def measure(command: list[str], log: Path) -> tuple[float, float, float]:
-    """Run `command`; return wall seconds, CPU seconds of its tree, peak RSS of its tree in MB."""
+def measure(command: list[str], log: Path) -> tuple[float, float, float, float]:
+    """Run `command`; return wall seconds, CPU seconds of its tree, peak RSS and peak PSS of its tree in MB."""
     started = time.monotonic()
     with log.open("wb") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
-    peak = 0
+    peak_rss = peak_pss = 0
     while True:
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)
         if pid:
             break
-        peak = max(peak, tree_rss_bytes(process.pid))
+        rss, pss = tree_memory_bytes(process.pid)
+        peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
         time.sleep(0.2)
     wall = time.monotonic() - started
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{command[0]} failed ({os.waitstatus_to_exitcode(status)}); see {log}")
-    return wall, usage.ru_utime + usage.ru_stime, peak / 2**20
+    return wall, usage.ru_utime + usage.ru_stime, peak_rss / 2**20, peak_pss / 2**20
 
 
 class Nginx:
@@ -134,7 +140,8 @@ def prepare_web(args: argparse.Namespace) -> tuple[SimWeb, Path]:
             hosts=args.hosts,
             seed=args.seed,
             mean_pages_per_host=args.pages_per_host,
-            max_pages_per_host=20 * int(args.pages_per_host),
+            # heavy-tailed sites, capped so that a 100,000-page crawl is not one big site's Crawl-delay tail
+            max_pages_per_host=5 * int(args.pages_per_host),
             page_bytes=(20_000, 30_000),
             mean_page_bytes=25_000,
             robots_crawl_delay=args.crawl_delay,
@@ -156,13 +163,15 @@ def prepare_web(args: argparse.Namespace) -> tuple[SimWeb, Path]:
     return web, config
 
 
-def judge(name: str, agent: str, web: SimWeb, seeds: list[str], log: Path, wall: float, cpu: float, rss: float) -> Run:
+def judge(
+    name: str, agent: str, web: SimWeb, seeds: list[str], log: Path, wall: float, cpu: float, rss: float, pss: float
+) -> Run:
     """Figures of one crawl from nginx's log; robots.txt is judged for the crawler's own product token."""
     entries = read_nginx_log(log)
     verdict = judge_crawl(web, entries, seeds, agent=agent, min_delay=0.0)
     pages = sum(1 for entry in entries if entry.path != "/robots.txt")
     return Run(
-        name, pages, wall, cpu, rss, len(verdict.disallowed), sum(n - 1 for n in verdict.refetched.values()),
+        name, pages, wall, cpu, rss, pss, len(verdict.disallowed), sum(n - 1 for n in verdict.refetched.values()),
         len(verdict.host_overlaps),
     )  # fmt: skip
 
@@ -183,7 +192,7 @@ def main() -> None:
     parser.add_argument("--fetch", type=int, default=20_000, help="pages each crawler fetches")
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=256)
-    parser.add_argument("--crawl-delay", type=float, default=1.0)
+    parser.add_argument("--crawl-delay", type=float, default=0.2, help="of the hosts whose robots.txt has one")
     parser.add_argument("--crawlspace-args", default="", help="extra arguments for `crawlspace crawl`")
     parser.add_argument("--skip-scrapy", action="store_true")
     args = parser.parse_args()
@@ -207,10 +216,10 @@ def main() -> None:
     nginx.start(run_dir / "crawlspace-access.log")
     try:
         print("crawlspace ...", flush=True)
-        wall, cpu, rss = measure(crawlspace_command, run_dir / "crawlspace.out")
+        wall, cpu, rss, pss = measure(crawlspace_command, run_dir / "crawlspace.out")
     finally:
         nginx.stop()
-    runs.append(judge("crawlspace", "crawlspace", web, seeds, run_dir / "crawlspace-access.log", wall, cpu, rss))
+    runs.append(judge("crawlspace", "crawlspace", web, seeds, run_dir / "crawlspace-access.log", wall, cpu, rss, pss))
 
     if not args.skip_scrapy:
         python = ensure_scrapy()
@@ -221,25 +230,27 @@ def main() -> None:
         nginx.start(run_dir / "scrapy-access.log")
         try:
             print("scrapy ...", flush=True)
-            wall, cpu, rss = measure(scrapy_command, run_dir / "scrapy.out")
+            wall, cpu, rss, pss = measure(scrapy_command, run_dir / "scrapy.out")
         finally:
             nginx.stop()
-        runs.append(judge("scrapy", "scrapy-bench", web, seeds, run_dir / "scrapy-access.log", wall, cpu, rss))
+        runs.append(judge("scrapy", "scrapy-bench", web, seeds, run_dir / "scrapy-access.log", wall, cpu, rss, pss))
 
     print(f"\nweb: {args.hosts} hosts, {len(web.all_urls())} URLs; each crawler asked for {args.fetch} pages")
-    header = f"{'':12}{'pages':>8}{'pages/s':>10}{'CPU ms/page':>13}{'peak RSS MB':>13}{'robots viol.':>14}"
+    header = f"{'':12}{'pages':>8}{'pages/s':>10}{'CPU ms/page':>13}{'peak RSS MB':>13}{'peak PSS MB':>13}"
+    header += f"{'robots viol.':>14}"
     print(header + f"{'dup fetches':>13}{'overlaps':>10}")
     for run in runs:
         print(
             f"{run.name:12}{run.pages:>8}{run.pages_per_second:>10.1f}{run.cpu_ms_per_page:>13.2f}"
-            f"{run.peak_rss_mb:>13.0f}{run.robots_violations:>14}{run.duplicate_fetches:>13}{run.host_overlaps:>10}"
+            f"{run.peak_rss_mb:>13.0f}{run.peak_pss_mb:>13.0f}{run.robots_violations:>14}{run.duplicate_fetches:>13}{run.host_overlaps:>10}"
         )
     if len(runs) == 2:
         ours, theirs = runs
         print(
             f"\nScrapy / crawlspace: CPU per page {theirs.cpu_ms_per_page / ours.cpu_ms_per_page:.1f}x, "
             f"pages/s {ours.pages_per_second / theirs.pages_per_second:.2f}x (crawlspace faster when > 1), "
-            f"peak RSS {theirs.peak_rss_mb / ours.peak_rss_mb:.2f}x"
+            f"peak RSS {theirs.peak_rss_mb / ours.peak_rss_mb:.2f}x, "
+            f"peak PSS {theirs.peak_pss_mb / ours.peak_pss_mb:.2f}x"
         )
     (run_dir / "results.json").write_text(json.dumps([asdict(run) for run in runs], indent=2))
     print(f"\nresults: {run_dir / 'results.json'}")

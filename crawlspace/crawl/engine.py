@@ -125,7 +125,7 @@ class CrawlEngine:
         seen_dir = self.out_dir / "seen"  # a new crawl starts with empty sets; a resumed one reopens them
         self.urlset: UrlSet[FrontierEntry] = UrlSet.open(
             seen_dir / "urls",
-            cache_bytes=config.seen_cache_bytes,
+            cache_bytes=config.seen_cache_bytes // (partition.count if partition else 1),  # the crawl's budget
             buffer_urls=config.seen_buffer_urls,
             reset=not resume,
         )

@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse
 
 from crawlspace.frontier import FrontierEntry
 from crawlspace.policies.base import LogScale, Outlink, PageContent, Pending, ScoredPolicy
@@ -101,6 +100,8 @@ def pagerank(
     """
     out_degree = np.bincount(sources, minlength=nodes).astype(np.float64)
     dangling = out_degree == 0.0
+    import scipy.sparse  # here, not at import: only this policy needs it (20 MB in every crawl process)
+
     matrix = scipy.sparse.csr_matrix(
         (1.0 / out_degree[sources], (targets, sources)), shape=(nodes, nodes), dtype=np.float64
     )
