@@ -145,6 +145,12 @@ def crawl(
     click.echo(json.dumps(stats.to_dict(), indent=2))
     if stats.termination == "disk-full":
         fail("disk full: the crawl stopped with its state intact; free space, then continue with --resume", code=75)
+    if stats.termination in ("journal-failed", "checkpoint-failed"):
+        fail(
+            f"{stats.termination}: an I/O error stopped the crawl; its last checkpoint and journal stand, and "
+            "--resume fetches again what they do not cover once the disk is sound",
+            code=74,
+        )
 
 
 def _warn_seeds(problems: list[SeedProblem]) -> None:

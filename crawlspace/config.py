@@ -238,11 +238,11 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         int,
         _doc(
             "Memory for the cache of recent and popular URL fingerprints in front of the disk-resident URL set "
-            "(8.25 bytes per fingerprint); 0 disables it.",
+            "(8.25 bytes per fingerprint), shared by the crawl's processes; 0 disables it.",
             ge=0,
             le=1 << 40,
         ),
-    ] = 64 << 20
+    ] = 16 << 20
     seen_buffer_urls: Annotated[
         int,
         _doc(

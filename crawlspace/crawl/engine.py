@@ -57,7 +57,9 @@ def _host_failed(result: FetchResult) -> bool:
     return result.outcome.is_transient or result.status in (429, 503)
 
 
-_ABRUPT = frozenset({"interrupted", "disk-full", "stopped", "worker-failed", "coordinator-gone"})
+_ABRUPT = frozenset(
+    {"interrupted", "disk-full", "journal-failed", "checkpoint-failed", "stopped", "worker-failed", "coordinator-gone"}
+)
 """Terminations after which in-flight fetches get `shutdown_grace` seconds, then are abandoned."""
 
 
@@ -179,6 +181,7 @@ class CrawlEngine:
         self._pinned: set[str] = set()  # hosts another partition handed to this one
         self.disk_full: str | None = None
         self._journal_broken = False
+        self._flush_scheduled = False
         self.recovery: dict[str, Any] = {}
         if resume:
             self._resume()
@@ -656,9 +659,13 @@ class CrawlEngine:
                 else:
                     self.store.maybe_flush()
             except OSError as exc:
-                if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
-                    raise
-                self._disk_full(exc)
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    self._disk_full(exc)
+                else:  # an I/O error: crawling on without checkpoints would only grow what a crash loses
+                    self.stats.errors["checkpoint-failed"] += 1
+                    self.stop("checkpoint-failed")
+            except CheckpointError:  # the journal failed before: the crawl is stopping already
+                self.stats.errors["checkpoint-failed"] += 1
             reporter.report()
 
     def _gauges(self) -> dict[str, Any]:
@@ -683,7 +690,26 @@ class CrawlEngine:
                 raise
             self._disk_full(exc)
         finally:
+            self._flush_journal_soon()
+
+    def _flush_journal_soon(self) -> None:
+        """Journal (and commit the table rows of) the pages that end in this turn of the event loop
+        together, at its end: one write for all of them. A kill before it loses what a kill during
+        their fetches would: those pages are fetched again."""
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._deferred_flush)
+
+    def _deferred_flush(self) -> None:
+        self._flush_scheduled = False
+        try:
             self._flush_journal()
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                self._disk_full(exc)
+            else:  # nothing fetched from now on could be made durable: stop at the last good state
+                self.stats.errors["journal-write-failed"] += 1
+                self.stop("journal-failed")
 
     def _finished_before_crash(self, lease: Lease) -> bool:
         """A URL fetched after the checkpoint a resume started from comes out of the frontier once

@@ -277,3 +277,94 @@ def test_disk_full_stops_cleanly_and_resumes(
     assert not verdict.missing and not verdict.disallowed, verdict.summary()
     assert sum(count - 1 for count in verdict.refetched.values()) <= CONCURRENCY, verdict.summary()
     warc_captures(out)  # every WARC file readable after the recovery
+
+
+def test_journal_io_error_stops_the_crawl_and_resume_loses_nothing(
+    web: SimWeb, served: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A journal write fails with EIO (a bad sector): nothing crawled after it could be made durable, so
+    the crawl stops ("journal-failed") without a checkpoint ahead of the journal; a resume loses nothing."""
+    import asyncio
+    import errno
+
+    from crawlspace.config import CrawlConfig
+    from crawlspace.crawl.engine import CrawlEngine
+    from crawlspace.crawl.journal import Journal
+
+    out = tmp_path / "crawl"
+    config = CrawlConfig(
+        min_delay=MIN_DELAY, concurrency=CONCURRENCY, allow_private_addresses=True,
+        hosts_file=str(served.hosts_file), checkpoint_interval=0.5, progress_interval=0.25,
+    )  # fmt: skip
+    real_record = Journal.record
+    calls = {"n": 0}
+
+    def failing_record(self: Journal, lines: list[str]) -> None:
+        calls["n"] += 1
+        if calls["n"] == 60:
+            raise OSError(errno.EIO, "Input/output error")
+        real_record(self, lines)
+
+    async def crawl(resume: bool) -> dict[str, object]:
+        engine = CrawlEngine(config, out, live_progress=False, resume=resume)
+        if not resume:
+            engine.add_seeds(served.seeds)
+        return (await engine.run()).to_dict()
+
+    monkeypatch.setattr(Journal, "record", failing_record)
+    stopped = asyncio.run(crawl(resume=False))
+    monkeypatch.setattr(Journal, "record", real_record)
+    assert calls["n"] >= 60, "the journal was written too few times: lower the failing call"
+    assert stopped["termination"] == "journal-failed"
+    assert stopped["errors"]["journal-write-failed"] == 1  # type: ignore[index]
+    assert stopped["errors"]["checkpoint-failed"] == 1  # type: ignore[index]  # the last one was refused
+    resumed = asyncio.run(crawl(resume=True))
+    assert resumed["termination"] == "frontier-empty"
+    served.stop()
+    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
+    assert not verdict.missing and not verdict.disallowed, verdict.summary()
+
+
+def test_checkpoint_io_error_stops_the_crawl_and_resume_loses_nothing(
+    web: SimWeb, served: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A periodic checkpoint fails with EIO: the crawl stops ("checkpoint-failed") instead of crawling on
+    with nothing made durable, and a resume from the previous checkpoint and the journal loses nothing."""
+    import asyncio
+    import errno
+
+    from crawlspace.config import CrawlConfig
+    from crawlspace.crawl.engine import CrawlEngine
+    from crawlspace.seen import ContentSeen
+
+    out = tmp_path / "crawl"
+    config = CrawlConfig(
+        min_delay=MIN_DELAY, concurrency=CONCURRENCY, allow_private_addresses=True,
+        hosts_file=str(served.hosts_file), checkpoint_interval=0.3, progress_interval=0.1,
+    )  # fmt: skip
+    real_checkpoint = ContentSeen.checkpoint
+    calls = {"n": 0}
+
+    def failing_checkpoint(self: ContentSeen) -> None:
+        calls["n"] += 1
+        if calls["n"] == 3:  # the third checkpoint: after the one at the start and a periodic one
+            raise OSError(errno.EIO, "Input/output error")
+        real_checkpoint(self)
+
+    async def crawl(resume: bool) -> dict[str, object]:
+        engine = CrawlEngine(config, out, live_progress=False, resume=resume)
+        if not resume:
+            engine.add_seeds(served.seeds)
+        return (await engine.run()).to_dict()
+
+    monkeypatch.setattr(ContentSeen, "checkpoint", failing_checkpoint)
+    stopped = asyncio.run(crawl(resume=False))
+    monkeypatch.setattr(ContentSeen, "checkpoint", real_checkpoint)
+    assert calls["n"] >= 3, "the crawl ended before its third checkpoint"
+    assert stopped["termination"] == "checkpoint-failed"
+    assert stopped["errors"]["checkpoint-failed"] >= 1  # type: ignore[index]
+    resumed = asyncio.run(crawl(resume=True))
+    assert resumed["termination"] == "frontier-empty"
+    served.stop()
+    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
+    assert not verdict.missing and not verdict.disallowed, verdict.summary()

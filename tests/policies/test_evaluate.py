@@ -36,7 +36,11 @@ def test_pagerank_and_backlinks_collect_pagerank_faster_than_random(tmp_path: Pa
     assert result.relevant_pages >= 20
     harvest10 = {name: run.at(run.harvest, 0.1, total) for name, run in runs.items()}
     assert harvest10["focused"] > 2 * share, (harvest10, share)
-    assert harvest10["focused"] > harvest10["random"], harvest10
+    # against random, compare where the rates have settled: at 10% crawled a random order's rate
+    # rests on a dozen pages and swings with which host it happens to enter first (0.02 to 0.07
+    # over runs), while focused holds 0.06 to 0.07 at 20% and random 0.03 to 0.04
+    harvest20 = {name: run.at(run.harvest, 0.2, total) for name, run in runs.items()}
+    assert harvest20["focused"] > harvest20["random"], harvest20
 
     rows = list(csv.DictReader((tmp_path / "curves.csv").open()))
     assert len(rows) == len(policies) * total
