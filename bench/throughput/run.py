@@ -7,11 +7,15 @@ stopped at the end), crawls a fixed number of pages with crawlspace, then with S
 bench/.venv-scrapy, created on first use), and prints for each: pages/s, CPU ms per page (user+sys of the
 crawler's whole process tree), peak RSS (sum over the tree), and from nginx's access log: robots.txt
 violations, URLs fetched more than once and overlapping requests to one host. Then the ratios.
+
+`--profile` runs crawlspace under py-spy (sampling every process of the crawl; installed on first use) and
+prints where its time goes, by stage of the crawl loop. Sampling costs CPU: take figures from a run without it.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import shutil
@@ -176,6 +180,51 @@ def judge(
     )  # fmt: skip
 
 
+# stages of the crawl loop: a sample counts for the first stage here with a mark that begins one of its frames
+STAGES = (
+    ("near-duplicate check", ("ContentSeen.check_near",)),
+    ("exact duplicate check", ("ContentSeen.check", "PartitionLink.claim_first")),
+    ("WARC write", ("WarcWriter.",)),
+    ("crawl table", ("PageStore._write_row", "PageStore.commit", "PageStore._previous", "CrawlTable.")),
+    ("journal", ("CrawlEngine._flush_journal", "Journal.record")),
+    ("parse (links, text)", ("parse_html", "CrawlEngine._parse")),
+    ("URL pipeline (join, filter, robots, seen)", ("CrawlEngine._follow", "CrawlEngine._submit", "UrlSet.")),
+    (
+        "host splitter (batches to other processes)",
+        ("CrawlEngine._send_batches", "CrawlEngine.receive_urls", "PartitionLink.", "Channel."),
+    ),
+    ("fetch (aiohttp, sockets)", ("Fetcher.", "CrawlEngine._fetch_page", "CrawlEngine._fetch_robots")),
+    ("frontier", ("Frontier.", "DiskQueue.")),
+    ("event loop and other", ("",)),
+)
+
+
+def ensure_py_spy() -> Path:
+    py_spy = Path(sys.executable).with_name("py-spy")
+    if not py_spy.exists():
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "py-spy"], check=True)
+    return py_spy
+
+
+def profile_by_stage(raw: Path) -> list[tuple[str, float]]:
+    """Share of py-spy's samples (raw format: `frame;frame;... count`) per stage of the crawl loop."""
+    counts: collections.Counter[str] = collections.Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, number = line.rpartition(" ")
+        if not number.isdigit():
+            continue
+        frames = [frame.split(" (", 1)[0] for frame in reversed(stack.split(";"))]
+        if "CrawlEngine." not in stack:
+            stage = "start-up, imports, coordinator"
+        else:
+            stage = next(
+                name for name, marks in STAGES if any(frame.startswith(mark) for frame in frames for mark in marks)
+            )
+        counts[stage] += int(number)
+    total = sum(counts.values()) or 1
+    return [(stage, count / total) for stage, count in counts.most_common()]
+
+
 def ensure_scrapy() -> Path:
     python = SCRAPY_VENV / "bin" / "python"
     if not python.exists():
@@ -195,6 +244,7 @@ def main() -> None:
     parser.add_argument("--crawl-delay", type=float, default=0.2, help="of the hosts whose robots.txt has one")
     parser.add_argument("--crawlspace-args", default="", help="extra arguments for `crawlspace crawl`")
     parser.add_argument("--skip-scrapy", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="sample crawlspace with py-spy (costs CPU)")
     args = parser.parse_args()
 
     web, config = prepare_web(args)
@@ -213,6 +263,12 @@ def main() -> None:
         "--max-pages", str(args.fetch), "--concurrency", str(args.concurrency), "--no-progress",
         *args.crawlspace_args.split(),
     ]  # fmt: skip
+    profile = run_dir / "crawlspace-profile.txt"
+    if args.profile:
+        crawlspace_command = [
+            str(ensure_py_spy()), "record", "--subprocesses", "--rate", "200", "--format", "raw",
+            "--output", str(profile), "--", *crawlspace_command,
+        ]  # fmt: skip
     nginx.start(run_dir / "crawlspace-access.log")
     try:
         print("crawlspace ...", flush=True)
@@ -252,6 +308,10 @@ def main() -> None:
             f"peak RSS {theirs.peak_rss_mb / ours.peak_rss_mb:.2f}x, "
             f"peak PSS {theirs.peak_pss_mb / ours.peak_pss_mb:.2f}x"
         )
+    if args.profile:
+        print(f"\nwhere crawlspace's time goes (py-spy samples of all its processes, {profile}):")
+        for stage, share in profile_by_stage(profile):
+            print(f"  {100 * share:5.1f}%  {stage}")
     (run_dir / "results.json").write_text(json.dumps([asdict(run) for run in runs], indent=2))
     print(f"\nresults: {run_dir / 'results.json'}")
 
