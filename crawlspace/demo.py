@@ -62,6 +62,7 @@ def run_demo(out: Path, *, hosts: int, seed: int, live: bool | None) -> dict[str
     verdict = judge_crawl(web, running.read_log(), running.seeds, min_delay=DEMO_MIN_DELAY)
     summary = {
         "pages": stats["pages_fetched"],
+        "seconds": round(stats["finished_at"] - stats["started_at"], 1),
         "pages_per_second": stats["pages_per_second"],
         "crawler_cpu_seconds": round(cpu, 2),
         "cpu_ms_per_page": round(1000 * cpu / max(stats["pages_fetched"], 1), 2),
@@ -106,7 +107,7 @@ def demo(out: Path | None, hosts: int, seed: int, live: bool | None) -> None:
     summary = run_demo(directory, hosts=hosts, seed=seed, live=live)
     view = summary["server_view"]
     click.echo(
-        f"\ncrawled {summary['pages']} pages in {summary['pages_per_second']} pages/s, "
+        f"\ncrawled {summary['pages']} pages in {summary['seconds']} s ({summary['pages_per_second']} pages/s), "
         f"{summary['crawler_cpu_seconds']} CPU s ({summary['cpu_ms_per_page']} ms/page)\n"
         f"robots.txt exclusions {summary['robots_exclusions']}, duplicate URLs {summary['duplicate_urls']}, "
         f"duplicate content {summary['duplicate_content']}, errors {sum(summary['errors'].values())}\n"

@@ -83,3 +83,32 @@ def test_bad_resolve_flag(tmp_path: Path) -> None:
     result = run_cli("crawl", str(seeds), "--out", str(tmp_path / "out"), "--resolve", "nonsense")
     assert result.returncode != 0
     assert "--resolve expects HOST=IP" in result.stderr
+
+
+def test_demo_crawls_the_simulated_web_and_reports_the_servers_view(tmp_path: Path) -> None:
+    """`crawlspace demo`, the README's first command, on a small web: everything reachable and allowed is
+    fetched, politely, and the report's figures are the crawl's own (stats.json) and the server's."""
+    import json
+    import re
+
+    out = tmp_path / "demo"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    result = subprocess.run(
+        [sys.executable, "-m", "crawlspace", "demo", "--hosts", "25", "--seed", "7", "--out", str(out),
+         "--no-progress"],
+        capture_output=True, text=True, timeout=150, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = json.loads((out / "demo-summary.json").read_text())
+    stats = json.loads((out / "stats.json").read_text())
+    view = summary["server_view"]
+    assert view["expected_urls"] > 50
+    assert view["fetched_expected"] == view["expected_urls"] and view["missing"] == 0
+    assert view["robots_violations"] == view["fetched_twice"] == view["overlapping_requests"] == 0
+    assert view["delay_violations"] == 0
+    assert summary["pages"] == stats["pages_fetched"] >= view["expected_urls"]
+    report = re.search(r"crawled (\d+) pages in ([\d.]+) s \(([\d.]+) pages/s\)", result.stdout)
+    assert report is not None, result.stdout
+    assert int(report[1]) == stats["pages_fetched"]
+    assert abs(float(report[2]) - (stats["finished_at"] - stats["started_at"])) < 0.1
+    assert (out / "warc").is_dir() and any((out / "warc").glob("*.warc.gz"))
