@@ -3,6 +3,7 @@ SIGTERM and resume, damaged checkpoints and journals, a full disk."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import random
@@ -13,11 +14,12 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlspace.simweb import RunningServer, SimWeb, SimWebConfig, judge_crawl, serve_in_background
+from crawlspace.simweb import CrawlVerdict, RunningServer, SimWeb, SimWebConfig, judge_crawl, serve_in_background
 from crawlspace.store.shards import open_crawl_table
 from tests.conftest import REPO
 
@@ -230,22 +232,43 @@ def test_resume_of_a_directory_without_a_crawl(tmp_path: Path) -> None:
     assert process.returncode == 2 and "no crawl to resume" in stderr
 
 
+def crawl_in_process(served: RunningServer, out: Path, *, resume: bool, **settings: float) -> dict[str, Any]:
+    """One run of the crawl in this process (so that a test can patch the writes under it); its stats."""
+    import asyncio
+
+    from crawlspace.config import CrawlConfig
+    from crawlspace.crawl.engine import CrawlEngine
+
+    config = CrawlConfig(
+        min_delay=MIN_DELAY, concurrency=CONCURRENCY, allow_private_addresses=True,
+        hosts_file=str(served.hosts_file), **{"checkpoint_interval": 0.5, "progress_interval": 0.25, **settings},
+    )  # fmt: skip
+
+    async def crawl() -> dict[str, Any]:
+        engine = CrawlEngine(config, out, live_progress=False, resume=resume)
+        if not resume:
+            engine.add_seeds(served.seeds)
+        return (await engine.run()).to_dict()
+
+    return asyncio.run(crawl())
+
+
+def resume_and_judge(web: SimWeb, served: RunningServer, out: Path) -> CrawlVerdict:
+    """Resume the stopped crawl to its end; the server's verdict on both runs, nothing missing or disallowed."""
+    resumed = crawl_in_process(served, out, resume=True)
+    assert resumed["termination"] == "frontier-empty"
+    served.stop()
+    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
+    assert not verdict.missing and not verdict.disallowed, verdict.summary()
+    return verdict
+
+
 def test_disk_full_stops_cleanly_and_resumes(
     web: SimWeb, served: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every file write fails with ENOSPC from some moment on (after one short write, as a filling disk
     does): the crawl stops with termination "disk-full", and a resume once space is back loses nothing."""
-    import asyncio
-    import errno
-
-    from crawlspace.config import CrawlConfig
-    from crawlspace.crawl.engine import CrawlEngine
-
     out = tmp_path / "crawl"
-    config = CrawlConfig(
-        min_delay=MIN_DELAY, concurrency=CONCURRENCY, allow_private_addresses=True,
-        hosts_file=str(served.hosts_file), checkpoint_interval=0.5, progress_interval=0.25,
-    )  # fmt: skip
     real_write = os.write
     state = {"writes": 0, "full": False}
 
@@ -258,23 +281,13 @@ def test_disk_full_stops_cleanly_and_resumes(
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(fd, data)
 
-    async def crawl(resume: bool) -> dict[str, object]:
-        engine = CrawlEngine(config, out, live_progress=False, resume=resume)
-        if not resume:
-            engine.add_seeds(served.seeds)
-        return (await engine.run()).to_dict()
-
     monkeypatch.setattr(os, "write", filling_write)
-    stopped = asyncio.run(crawl(resume=False))
+    stopped = crawl_in_process(served, out, resume=False)
     monkeypatch.setattr(os, "write", real_write)
     assert state["full"], "the disk never filled up: raise the write budget's trigger"
     assert stopped["termination"] == "disk-full"
-    assert stopped["errors"]["disk-full"] >= 1  # type: ignore[index]
-    resumed = asyncio.run(crawl(resume=True))
-    assert resumed["termination"] == "frontier-empty"
-    served.stop()
-    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
-    assert not verdict.missing and not verdict.disallowed, verdict.summary()
+    assert stopped["errors"]["disk-full"] >= 1
+    verdict = resume_and_judge(web, served, out)
     assert sum(count - 1 for count in verdict.refetched.values()) <= CONCURRENCY, verdict.summary()
     warc_captures(out)  # every WARC file readable after the recovery
 
@@ -284,18 +297,9 @@ def test_journal_io_error_stops_the_crawl_and_resume_loses_nothing(
 ) -> None:
     """A journal write fails with EIO (a bad sector): nothing crawled after it could be made durable, so
     the crawl stops ("journal-failed") without a checkpoint ahead of the journal; a resume loses nothing."""
-    import asyncio
-    import errno
-
-    from crawlspace.config import CrawlConfig
-    from crawlspace.crawl.engine import CrawlEngine
     from crawlspace.crawl.journal import Journal
 
     out = tmp_path / "crawl"
-    config = CrawlConfig(
-        min_delay=MIN_DELAY, concurrency=CONCURRENCY, allow_private_addresses=True,
-        hosts_file=str(served.hosts_file), checkpoint_interval=0.5, progress_interval=0.25,
-    )  # fmt: skip
     real_record = Journal.record
     calls = {"n": 0}
 
@@ -305,24 +309,14 @@ def test_journal_io_error_stops_the_crawl_and_resume_loses_nothing(
             raise OSError(errno.EIO, "Input/output error")
         real_record(self, lines)
 
-    async def crawl(resume: bool) -> dict[str, object]:
-        engine = CrawlEngine(config, out, live_progress=False, resume=resume)
-        if not resume:
-            engine.add_seeds(served.seeds)
-        return (await engine.run()).to_dict()
-
     monkeypatch.setattr(Journal, "record", failing_record)
-    stopped = asyncio.run(crawl(resume=False))
+    stopped = crawl_in_process(served, out, resume=False)
     monkeypatch.setattr(Journal, "record", real_record)
     assert calls["n"] >= 60, "the journal was written too few times: lower the failing call"
     assert stopped["termination"] == "journal-failed"
-    assert stopped["errors"]["journal-write-failed"] == 1  # type: ignore[index]
-    assert stopped["errors"]["checkpoint-failed"] == 1  # type: ignore[index]  # the last one was refused
-    resumed = asyncio.run(crawl(resume=True))
-    assert resumed["termination"] == "frontier-empty"
-    served.stop()
-    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
-    assert not verdict.missing and not verdict.disallowed, verdict.summary()
+    assert stopped["errors"]["journal-write-failed"] == 1
+    assert stopped["errors"]["checkpoint-failed"] == 1  # the last one was refused
+    resume_and_judge(web, served, out)
 
 
 def test_checkpoint_io_error_stops_the_crawl_and_resume_loses_nothing(
@@ -330,18 +324,9 @@ def test_checkpoint_io_error_stops_the_crawl_and_resume_loses_nothing(
 ) -> None:
     """A periodic checkpoint fails with EIO: the crawl stops ("checkpoint-failed") instead of crawling on
     with nothing made durable, and a resume from the previous checkpoint and the journal loses nothing."""
-    import asyncio
-    import errno
-
-    from crawlspace.config import CrawlConfig
-    from crawlspace.crawl.engine import CrawlEngine
     from crawlspace.seen import ContentSeen
 
     out = tmp_path / "crawl"
-    config = CrawlConfig(
-        min_delay=MIN_DELAY, concurrency=CONCURRENCY, allow_private_addresses=True,
-        hosts_file=str(served.hosts_file), checkpoint_interval=0.3, progress_interval=0.1,
-    )  # fmt: skip
     real_checkpoint = ContentSeen.checkpoint
     calls = {"n": 0}
 
@@ -351,20 +336,10 @@ def test_checkpoint_io_error_stops_the_crawl_and_resume_loses_nothing(
             raise OSError(errno.EIO, "Input/output error")
         real_checkpoint(self)
 
-    async def crawl(resume: bool) -> dict[str, object]:
-        engine = CrawlEngine(config, out, live_progress=False, resume=resume)
-        if not resume:
-            engine.add_seeds(served.seeds)
-        return (await engine.run()).to_dict()
-
     monkeypatch.setattr(ContentSeen, "checkpoint", failing_checkpoint)
-    stopped = asyncio.run(crawl(resume=False))
+    stopped = crawl_in_process(served, out, resume=False, checkpoint_interval=0.3, progress_interval=0.1)
     monkeypatch.setattr(ContentSeen, "checkpoint", real_checkpoint)
     assert calls["n"] >= 3, "the crawl ended before its third checkpoint"
     assert stopped["termination"] == "checkpoint-failed"
-    assert stopped["errors"]["checkpoint-failed"] >= 1  # type: ignore[index]
-    resumed = asyncio.run(crawl(resume=True))
-    assert resumed["termination"] == "frontier-empty"
-    served.stop()
-    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
-    assert not verdict.missing and not verdict.disallowed, verdict.summary()
+    assert stopped["errors"]["checkpoint-failed"] >= 1
+    resume_and_judge(web, served, out)
