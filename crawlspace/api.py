@@ -237,7 +237,7 @@ class Crawler:
         else:
             raise CrawlError("Crawler.run() blocks; inside a running event loop use `await crawler.crawl()`")
         if (self.config.processes or 1) > 1:
-            return self._run_parallel()  # forks its workers: before any event loop exists in this process
+            return self._run_parallel()  # the coordinator runs its own event loop
         with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
             return runner.run(self._crawl(handle_signals=True))
 
@@ -275,7 +275,7 @@ class Crawler:
         The loop is the application's: its signal handlers are left alone (call `stop()` to end the
         crawl early), whereas `run()`, which owns its loop, stops gracefully on Ctrl-C and SIGTERM.
         """
-        if (self.config.processes or 1) > 1:  # the workers are forked from a thread without a running loop
+        if (self.config.processes or 1) > 1:  # the coordinator runs its own event loop, on a thread
             return await asyncio.to_thread(self._run_parallel)
         return await self._crawl(handle_signals=False)
 

@@ -339,17 +339,28 @@ class CrawlEngine:
         if pending:
             self._submit(pending)
 
-    def _flush_journal(self) -> None:
+    def _flush_journal(self) -> bool:
+        """Write the buffered journal lines; False when the journal could not be written.
+
+        What those lines record is then lost to a resume (as in a crash) and the crawl stops: a full
+        disk as "disk-full", any other I/O error as "journal-failed". From then on no store may commit
+        a checkpoint: a URL set ahead of the journal would hide the URLs found since.
+        """
         lines, self._journal_lines = self._journal_lines, []
-        if lines and self.journals.current is not None:
+        if not lines or self.journals.current is None or self._journal_broken:
+            return not self._journal_broken
+        try:
             self.store.commit_unsynced()  # the rows of the pages this batch finishes go first
-            try:
-                self.journals.current.record(lines)
-            except OSError:
-                # What these lines record is lost to a resume (as in a crash). From now on no store may
-                # commit a checkpoint: a URL set ahead of the journal would hide URLs found since.
-                self._journal_broken = True
-                raise
+            self.journals.current.record(lines)
+        except OSError as exc:
+            self._journal_broken = True
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                self._disk_full(exc)
+            else:
+                self.stats.errors["journal-write-failed"] += 1
+                self.stop("journal-failed")
+            return False
+        return True
 
     def _release(self, lease: Lease, duration: float, *, put_back: FrontierEntry | None = None, **options: Any) -> None:
         """End a lease; a lease that does not put its URL back finishes the URL (journaled)."""
@@ -373,27 +384,25 @@ class CrawlEngine:
             if owner == link.index:
                 mine.append(entry)
             else:
-                full |= link.outbox.add(owner, entry)
+                number, now_full = link.outbox.add(owner, entry)
+                self._journal_lines.append(journal.sent(owner, number, entry.url, entry.depth, entry.hops))
+                full |= now_full
         if full:
             self._send_batches()
         return mine
 
     def _send_batches(self) -> None:
-        """Cut the pending batches, journal them (X lines), then send: a batch is never sent unjournaled."""
+        """Cut the open batches and send them once the journal holds their URLs (X lines, written as
+        the URLs were queued): a batch is never sent unjournaled."""
         link = self.partition
         if link is None or not link.outbox.pending:
             return
         batches = link.outbox.cut()
-        for batch in batches:
-            self._journal_lines.extend(
-                journal.sent(batch.peer, batch.number, entry.url, entry.depth, entry.hops, batch.forward)
-                for entry in batch.entries
-            )
-        self._flush_journal()
-        link.transmit(batches)
+        if self._flush_journal():
+            link.transmit(batches)
 
-    def receive_urls(self, entries: list[FrontierEntry], *, forwarded: bool = False) -> None:
-        """A batch from another partition for this one's hosts; journaled when this returns (then acked).
+    def receive_urls(self, entries: list[FrontierEntry], *, forwarded: bool = False) -> bool:
+        """A batch from another partition for this one's hosts; True when it is journaled (then acked).
         `forwarded`: hosts handed over for per-IP politeness; this partition keeps them from now on."""
         assert self.partition is not None
         self.partition.idle = False
@@ -402,8 +411,9 @@ class CrawlEngine:
                 self._pinned.add(host)
                 self._journal_lines.append(journal.pinned(host))
         self._submit(entries, route=False)  # the sender chose this partition
-        self._flush_journal()
+        journaled = self._flush_journal()
         self._changed.set()
+        return journaled
 
     def _owner_by_address(self, host: str, address: str | None) -> int | None:
         """With per-IP politeness, hosts live with the partition owning their address: another
@@ -424,7 +434,9 @@ class CrawlEngine:
         assert self.partition is not None
 
         self.stats.handed_over += 1
-        self.partition.outbox.add(owner, lease.entry, forward=True)
+        entry = lease.entry
+        number, _ = self.partition.outbox.add(owner, entry, forward=True)
+        self._journal_lines.append(journal.sent(owner, number, entry.url, entry.depth, entry.hops, forward=True))
         self._release(lease, 0.0, contacted=False)
         self._send_batches()
 
@@ -702,14 +714,7 @@ class CrawlEngine:
 
     def _deferred_flush(self) -> None:
         self._flush_scheduled = False
-        try:
-            self._flush_journal()
-        except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                self._disk_full(exc)
-            else:  # nothing fetched from now on could be made durable: stop at the last good state
-                self.stats.errors["journal-write-failed"] += 1
-                self.stop("journal-failed")
+        self._flush_journal()
 
     def _finished_before_crash(self, lease: Lease) -> bool:
         """A URL fetched after the checkpoint a resume started from comes out of the frontier once

@@ -1,9 +1,10 @@
 """Several crawl processes on one machine (`--processes N`): the host splitter of IIR figure 20.2.
 
-The coordinator (the process the user started) forks N workers. Worker k runs a full engine over
-the hosts `owner_of(host, N) == k`, with its own frontier, URL set, content set, robots cache,
-journal and crawl-table shard under DIR/workers/k/; all write WARC files into the one DIR/warc/.
-They talk over socketpairs made before the fork:
+The coordinator (the process the user started) starts N workers (forks of a clean fork server).
+Worker k runs a full engine over the hosts `owner_of(host, N) == k`, with its own frontier, URL
+set, content set, robots cache, journal and crawl-table shard under DIR/workers/k/; all write WARC
+files into the one DIR/warc/.
+They talk over socketpairs the coordinator makes and hands to each worker:
 
 - worker -> worker: batches of URLs for the receiver's hosts (journaled by the sender as X lines,
   acknowledged by the receiver once it journaled them as its own submissions, K lines: delivery is
@@ -35,7 +36,6 @@ import socket
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -170,7 +170,12 @@ class PartitionLink:
         self._tasks.append(asyncio.create_task(self._report_periodically()))
         self.resend()
 
-    async def close(self) -> None:
+    async def close(self, termination: str = "") -> None:
+        """Say how the engine ended (a partition that stops by itself, e.g. on a failed journal, stops
+        the whole crawl: the others would wait for it forever), then close every channel."""
+        if self._control is not None and termination:
+            with contextlib.suppress(ChannelClosed):
+                self._control.send(["ended", self.index, termination])
         for task in self._tasks:
             task.cancel()
         for channel in [*self._peers.values(), *([self._control] if self._control else [])]:
@@ -235,9 +240,9 @@ class PartitionLink:
             if kind in ("urls", "fwd"):
                 _, sender, number, raw = message
                 entries = [FrontierEntry(url, int(depth), int(hops)) for url, depth, hops in raw]
-                engine.receive_urls(entries, forwarded=kind == "fwd")  # journaled before it returns
-                self.received += 1
-                self._send(sender, ["ack", self.index, number])
+                if engine.receive_urls(entries, forwarded=kind == "fwd"):  # journaled: acknowledge it
+                    self.received += 1
+                    self._send(sender, ["ack", self.index, number])
             elif kind == "ack":
                 _, sender, number = message
                 engine.batch_acknowledged(int(sender), int(number))
@@ -290,15 +295,11 @@ class WorkerSpec:
     peer_sockets: dict[int, socket.socket]
     control_socket: socket.socket
     pages: Any  # the shared page counter
-    make_engine: Callable[..., CrawlEngine] | None = None
-    foreign_sockets: list[socket.socket] = field(default_factory=list)  # inherited by the fork, not ours
 
 
 def _worker_main(spec: WorkerSpec) -> None:
     """A worker process: one engine over one partition until the coordinator says stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator relays interrupts (as stop messages)
-    for sock in spec.foreign_sockets:  # else a dead coordinator's channel would never read as closed
-        sock.close()
     from crawlspace.crawl.engine import CrawlEngine
 
     with contextlib.suppress(ImportError):
@@ -309,10 +310,9 @@ def _worker_main(spec: WorkerSpec) -> None:
     async def run() -> None:
         link = PartitionLink(spec.index, spec.count, spec.crawl_dir / WARC_DIR, spec.peer_sockets, spec.control_socket)
         budget = PageBudget(spec.config.max_pages, spec.pages)
-        factory = spec.make_engine or CrawlEngine
         directory = worker_directory(spec.crawl_dir, spec.index)
         try:
-            engine = factory(
+            engine = CrawlEngine(
                 spec.config,
                 directory,
                 live_progress=False,
@@ -335,7 +335,7 @@ def _worker_main(spec: WorkerSpec) -> None:
         try:
             await engine.run()
         finally:
-            await link.close()
+            await link.close(engine.stats.termination)
 
     asyncio.run(run())
 
@@ -352,7 +352,6 @@ class ParallelCrawl:
         processes: int,
         resume: bool,
         live: bool | None = None,
-        make_engine: Callable[..., CrawlEngine] | None = None,
     ) -> None:
         self.config = config
         self.crawl_dir = crawl_dir
@@ -360,10 +359,10 @@ class ParallelCrawl:
         self.processes = processes
         self.resume = resume
         self.live = live
-        self.make_engine = make_engine
         self.reports: dict[int, dict[str, Any]] = {}
         self.termination = ""
         self._stop_reason: str | None = None
+        self._channels: list[Channel] = []
         self._stop_requested = False
         self.fatal: list[str] = []  # workers that could not start, and why
         self._ready: set[int] = set()
@@ -373,7 +372,11 @@ class ParallelCrawl:
         self._stop_requested = True
 
     def run(self) -> CrawlStats:
-        context = multiprocessing.get_context("fork")
+        # Not a plain fork: a process that has crawled before holds RocksDB's background threads, and
+        # a child forked from it hangs when its table waits for them (on close). The fork server is a
+        # clean process, started once, whose forks import nothing more.
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["crawlspace.crawl.engine", "crawlspace.crawl.workers"])
         crawl_dir = self.crawl_dir
         (crawl_dir / WORKERS_DIR).mkdir(parents=True, exist_ok=True)
         WarcWriter.recover(crawl_dir / WARC_DIR)  # once for all workers: they share the directory
@@ -389,12 +392,7 @@ class ParallelCrawl:
                     peers[b] = sa
                 elif b == k:
                     peers[a] = sb
-            mine = {id(sock) for sock in [*peers.values(), controls[k][1]]}
-            everything = [sock for pair in [*pairs.values(), *controls] for sock in pair]
-            spec = WorkerSpec(
-                k, n, crawl_dir, self.config, self.seeds, self.resume, peers, controls[k][1], pages, self.make_engine,
-                [sock for sock in everything if id(sock) not in mine],
-            )  # fmt: skip
+            spec = WorkerSpec(k, n, crawl_dir, self.config, self.seeds, self.resume, peers, controls[k][1], pages)
             process = context.Process(target=_worker_main, args=(spec,), name=f"crawlspace-worker-{k}")
             process.start()
             workers.append(process)
@@ -423,7 +421,7 @@ class ParallelCrawl:
         return stats
 
     async def _coordinate(self, sockets: list[socket.socket], workers: list[Any]) -> None:
-        channels = [await Channel.over(sock) for sock in sockets]
+        channels = self._channels = [await Channel.over(sock) for sock in sockets]
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -486,6 +484,9 @@ class ParallelCrawl:
                 self.reports[int(message[1])] = message[2]
             elif message[0] == "fatal":
                 self.fatal.append(str(message[2]))
+            elif message[0] == "ended":
+                if self._stop_reason is None:  # it stopped by itself: the others follow, for the same reason
+                    self._stop_all(self._channels, str(message[2]))
             elif message[0] == "ready":
                 self._ready.add(index)
 

@@ -29,32 +29,35 @@ class Batch:
 
 @dataclass
 class Outbox:
-    """URLs for other partitions: pending until a batch is cut, then unacknowledged until the owner
-    confirms. Batch numbers are per sender and never reused (they survive checkpoints)."""
+    """URLs for other partitions: pending in an open batch until it is cut, then unacknowledged until
+    the owner confirms. Batch numbers are per sender and never reused (they survive checkpoints).
+
+    A batch has its number from its first URL on, so that the sender can journal each URL with it as
+    it is queued, in the same write as the page it was found on: a page is never journaled done while
+    links it found for other partitions are only in memory."""
 
     me: int
     partitions: int
     next_number: int = 1
-    pending: dict[tuple[int, bool], list[FrontierEntry]] = field(default_factory=dict)
+    pending: dict[tuple[int, bool], Batch] = field(default_factory=dict)
     unacked: dict[tuple[int, int], Batch] = field(default_factory=dict)
     acked: int = 0
 
-    def add(self, peer: int, entry: FrontierEntry, *, forward: bool = False) -> bool:
-        """Queue `entry` for `peer`; True when that peer's pending batch is full."""
+    def add(self, peer: int, entry: FrontierEntry, *, forward: bool = False) -> tuple[int, bool]:
+        """Queue `entry` for `peer`: the number of the batch it is in, and whether that batch is full."""
         assert peer != self.me
-        queue = self.pending.setdefault((peer, forward), [])
-        queue.append(entry)
-        return len(queue) >= BATCH_URLS
+        batch = self.pending.get((peer, forward))
+        if batch is None:
+            batch = self.pending[(peer, forward)] = Batch(peer, self.next_number, [], forward)
+            self.next_number += 1
+        batch.entries.append(entry)
+        return batch.number, len(batch.entries) >= BATCH_URLS
 
     def cut(self) -> list[Batch]:
-        """Turn every pending queue into a numbered batch (to journal, then send)."""
-        batches = []
-        for (peer, forward), entries in self.pending.items():
-            if entries:
-                batch = Batch(peer, self.next_number, entries, forward)
-                self.next_number += 1
-                self.unacked[(peer, batch.number)] = batch
-                batches.append(batch)
+        """Close every open batch (to send once their URLs are journaled); they wait for acknowledgement."""
+        batches = list(self.pending.values())
+        for batch in batches:
+            self.unacked[(batch.peer, batch.number)] = batch
         self.pending = {}
         return batches
 
@@ -73,4 +76,4 @@ class Outbox:
     @property
     def waiting(self) -> int:
         """Batches not yet acknowledged plus pending URLs: nonzero means the crawl is not settled."""
-        return len(self.unacked) + sum(len(entries) for entries in self.pending.values())
+        return len(self.unacked) + sum(len(batch.entries) for batch in self.pending.values())

@@ -343,3 +343,48 @@ def test_checkpoint_io_error_stops_the_crawl_and_resume_loses_nothing(
     assert stopped["termination"] == "checkpoint-failed"
     assert stopped["errors"]["checkpoint-failed"] >= 1
     resume_and_judge(web, served, out)
+
+
+def test_a_process_that_stops_by_itself_stops_the_others(tmp_path: Path) -> None:
+    """A crawl process whose journal failed tells the coordinator how it ended; the coordinator stops
+    every other process for the same reason (else they would wait for it forever, idle)."""
+    import asyncio
+    import socket
+
+    from crawlspace.config import CrawlConfig
+    from crawlspace.crawl.workers import ParallelCrawl
+    from crawlspace.distributed.channel import Channel
+
+    coordinator = ParallelCrawl(CrawlConfig(), tmp_path, [], processes=2, resume=False)
+
+    async def exchange() -> list[object]:
+        pairs = [socket.socketpair() for _ in range(2)]
+        coordinator._channels = [await Channel.over(ours) for ours, _ in pairs]
+        workers = [await Channel.over(theirs) for _, theirs in pairs]
+        listener = asyncio.create_task(coordinator._listen(0, coordinator._channels[0], {}))
+        workers[0].send(["ended", 0, "journal-failed"])
+        told = await asyncio.wait_for(workers[1].receive(), timeout=10)
+        listener.cancel()
+        return told
+
+    assert asyncio.run(exchange()) == ["stop", "journal-failed"]
+    assert coordinator.termination == "journal-failed"
+
+
+def test_parallel_crawl_after_an_in_process_crawl(web: SimWeb, served: RunningServer, tmp_path: Path) -> None:
+    """A process that has crawled holds RocksDB's background threads; crawl processes started from it
+    must not inherit them (a plain fork hung on closing the crawl table): two processes crawl to the end."""
+    from crawlspace.api import Crawler
+    from crawlspace.config import CrawlConfig
+
+    first = crawl_in_process(served, tmp_path / "first", resume=False)
+    assert first["termination"] == "frontier-empty"
+    config = CrawlConfig(
+        min_delay=MIN_DELAY, concurrency=CONCURRENCY, allow_private_addresses=True,
+        hosts_file=str(served.hosts_file), processes=2,
+    )  # fmt: skip
+    started = time.monotonic()
+    stats = Crawler(config, out=tmp_path / "second", seeds=served.seeds, progress=False).run().to_dict()
+    assert stats["termination"] == "frontier-empty"
+    assert time.monotonic() - started < 60
+    assert stats["pages_fetched"] == first["pages_fetched"]
