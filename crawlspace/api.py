@@ -125,6 +125,33 @@ def saved_config(out: str | Path) -> CrawlConfig:
         raise CrawlError(str(exc)) from None
 
 
+SEEDS_FILE = "seeds.json"
+
+
+def _save_start(out: Path, config: CrawlConfig, seeds: Sequence[str], *, resume: bool) -> None:
+    """config.json, and for a new crawl its seeds (made durable before any process starts): a crawl
+    killed before its first checkpoint resumes from them instead of being lost."""
+    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    if resume:
+        return
+    temporary = out / (SEEDS_FILE + ".tmp")
+    with temporary.open("w") as file:
+        json.dump(list(seeds), file)
+        file.flush()
+        os.fsync(file.fileno())
+    temporary.replace(out / SEEDS_FILE)
+
+
+def saved_seeds(out: Path) -> list[str] | None:
+    """The seeds a crawl started with (None for a crawl started before they were saved)."""
+    try:
+        return [str(url) for url in json.loads((out / SEEDS_FILE).read_text())]
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise CrawlError(f"cannot read {out / SEEDS_FILE}: {exc}") from None
+
+
 def _check_output_dir(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -249,7 +276,7 @@ class Crawler:
             return self._run_parallel_locked()
 
     def _run_parallel_locked(self) -> CrawlStats:
-        (self.out / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2) + "\n")
+        _save_start(self.out, self.config, self.seeds, resume=self.resume)
         parallel = ParallelCrawl(
             self.config,
             self.out,
@@ -257,6 +284,7 @@ class Crawler:
             processes=self.config.processes or 1,
             resume=self.resume,
             live=self.progress,
+            unstarted_seeds=saved_seeds(self.out) if self.resume else None,
         )
         self._parallel = parallel
         try:
@@ -287,13 +315,19 @@ class Crawler:
             return await self._crawl_locked(handle_signals=handle_signals)
 
     async def _crawl_locked(self, *, handle_signals: bool) -> CrawlStats:
-        (self.out / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2) + "\n")
+        try:
+            _save_start(self.out, self.config, self.seeds, resume=self.resume)
+            unstarted = saved_seeds(self.out) if self.resume else None
+        except CrawlError:
+            await self._extensions.close()
+            raise
         try:
             engine = CrawlEngine(
                 self.config,
                 self.out,
                 live_progress=self.progress,
                 resume=self.resume,
+                unstarted_seeds=unstarted,
                 extensions=self._extensions,
                 prioritizer=self.prioritizer,
                 handle_signals=handle_signals,

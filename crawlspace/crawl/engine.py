@@ -19,7 +19,7 @@ import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,7 @@ class CrawlEngine:
         *,
         live_progress: bool | None = None,
         resume: bool = False,
+        unstarted_seeds: Sequence[str] | None = None,
         extensions: Extensions | None = None,
         prioritizer: Prioritizer | None = None,
         handle_signals: bool = True,
@@ -183,12 +184,16 @@ class CrawlEngine:
         self._journal_broken = False
         self._flush_scheduled = False
         self.recovery: dict[str, Any] = {}
-        if resume:
+        restart = resume and unstarted_seeds is not None and self._never_checkpointed()
+        if resume and not restart:
             self._resume()
         else:
             self.journals.reset()
         self.extensions.attach(self.stats.errors)  # the resumed crawl's counters, when resuming
         self.checkpoint()  # the base every later crash resumes from
+        if restart:  # killed before its first checkpoint: nothing was fetched, start it again
+            self.recovery = {"restarted_from_seeds": True}
+            self.add_seeds(unstarted_seeds or ())
 
     # -- public ------------------------------------------------------------------------------
 
@@ -258,6 +263,11 @@ class CrawlEngine:
         )
         self.frontier.checkpoint(state.encode())
         self.journals.start(generation)
+
+    def _never_checkpointed(self) -> bool:
+        """No checkpoint and no journal: the crawl was killed while it opened its state, before its
+        first checkpoint (the one its constructor writes, before any URL is fetched)."""
+        return not self.frontier.extra and not self.journals.generations()
 
     def _resume(self) -> None:
         """Continue from the last checkpoint: restore the engine's state, replay the journals since."""

@@ -295,6 +295,7 @@ class WorkerSpec:
     peer_sockets: dict[int, socket.socket]
     control_socket: socket.socket
     pages: Any  # the shared page counter
+    unstarted_seeds: list[str] | None = None
 
 
 def _worker_main(spec: WorkerSpec) -> None:
@@ -317,6 +318,7 @@ def _worker_main(spec: WorkerSpec) -> None:
                 directory,
                 live_progress=False,
                 resume=spec.resume,
+                unstarted_seeds=spec.unstarted_seeds,
                 partition=link,
                 budget=budget,
                 handle_signals=False,
@@ -352,6 +354,7 @@ class ParallelCrawl:
         processes: int,
         resume: bool,
         live: bool | None = None,
+        unstarted_seeds: list[str] | None = None,
     ) -> None:
         self.config = config
         self.crawl_dir = crawl_dir
@@ -359,6 +362,7 @@ class ParallelCrawl:
         self.processes = processes
         self.resume = resume
         self.live = live
+        self.unstarted_seeds = unstarted_seeds  # a resumed partition killed before its first checkpoint
         self.reports: dict[int, dict[str, Any]] = {}
         self.termination = ""
         self._stop_reason: str | None = None
@@ -392,7 +396,10 @@ class ParallelCrawl:
                     peers[b] = sa
                 elif b == k:
                     peers[a] = sb
-            spec = WorkerSpec(k, n, crawl_dir, self.config, self.seeds, self.resume, peers, controls[k][1], pages)
+            spec = WorkerSpec(
+                k, n, crawl_dir, self.config, self.seeds, self.resume, peers, controls[k][1], pages,
+                self.unstarted_seeds,
+            )  # fmt: skip
             process = context.Process(target=_worker_main, args=(spec,), name=f"crawlspace-worker-{k}")
             process.start()
             workers.append(process)

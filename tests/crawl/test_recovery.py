@@ -388,3 +388,29 @@ def test_parallel_crawl_after_an_in_process_crawl(web: SimWeb, served: RunningSe
     assert stats["termination"] == "frontier-empty"
     assert time.monotonic() - started < 60
     assert stats["pages_fetched"] == first["pages_fetched"]
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_killed_before_the_first_checkpoint_resumes_from_the_saved_seeds(
+    web: SimWeb, served: RunningServer, tmp_path: Path, processes: int
+) -> None:
+    """A crawl killed after it saved its configuration and seeds but before any process wrote its first
+    checkpoint (a slow start under load): the resume starts it again from the seeds and loses nothing."""
+    from crawlspace.api import _save_start
+    from crawlspace.config import CrawlConfig
+
+    out = tmp_path / "crawl"
+    out.mkdir()
+    config = CrawlConfig(
+        min_delay=MIN_DELAY, concurrency=CONCURRENCY, allow_private_addresses=True,
+        hosts_file=str(served.hosts_file), processes=processes,
+    )  # fmt: skip
+    _save_start(out, config, served.seeds, resume=False)
+    if processes > 1:  # one process got as far as creating its directory, no further
+        (out / "workers" / "1" / "frontier").mkdir(parents=True)
+    stderr = finish(start("--resume", str(out)))
+    assert "resuming" in stderr
+    served.stop()
+    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
+    assert not verdict.missing and not verdict.unexpected and not verdict.disallowed, verdict.summary()
+    assert not verdict.refetched, verdict.summary()
