@@ -37,6 +37,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from multiprocessing.context import ForkContext, ForkServerContext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -296,11 +297,14 @@ class WorkerSpec:
     control_socket: socket.socket
     pages: Any  # the shared page counter
     unstarted_seeds: list[str] | None = None
+    foreign_sockets: list[socket.socket] = field(default_factory=list)  # inherited by a fork, not ours
 
 
 def _worker_main(spec: WorkerSpec) -> None:
     """A worker process: one engine over one partition until the coordinator says stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator relays interrupts (as stop messages)
+    for sock in spec.foreign_sockets:  # else a dead coordinator's channel would never read as closed
+        sock.close()
     from crawlspace.crawl.engine import CrawlEngine
 
     with contextlib.suppress(ImportError):
@@ -342,6 +346,31 @@ def _worker_main(spec: WorkerSpec) -> None:
     asyncio.run(run())
 
 
+def start_method() -> str:
+    """How to start the crawl processes: a fork (cheap; the children share this process's pages and
+    their CPU time is its children's), unless this process runs RocksDB's background threads, which
+    a process that has opened a crawl table keeps for good: a fork copies only the forking thread,
+    and a child forked from such a process hung closing its table, waiting for threads it does not
+    have. Then they start from a fork server (a clean process)."""
+    try:
+        names = [(Path("/proc/self/task") / task / "comm").read_text() for task in os.listdir("/proc/self/task")]
+    except OSError:
+        return "forkserver"  # unknown: take the safe way
+    return "forkserver" if any(name.startswith("rocksdb") for name in names) else "fork"
+
+
+def _stop_fork_server() -> None:
+    """Stop (and reap) the fork server after a crawl: its children's CPU time then counts as this
+    process's children's, as with a fork, and no idle server outlives the crawl. Python has no public
+    call for it; without one the server simply ends with this process."""
+    from multiprocessing import forkserver
+
+    stop = getattr(forkserver._forkserver, "_stop", None)
+    if stop is not None:
+        with contextlib.suppress(OSError, ChildProcessError):
+            stop()
+
+
 class ParallelCrawl:
     """The coordinator of `processes` workers over one crawl directory."""
 
@@ -376,11 +405,12 @@ class ParallelCrawl:
         self._stop_requested = True
 
     def run(self) -> CrawlStats:
-        # Not a plain fork: a process that has crawled before holds RocksDB's background threads, and
-        # a child forked from it hangs when its table waits for them (on close). The fork server is a
-        # clean process, started once, whose forks import nothing more.
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["crawlspace.crawl.engine", "crawlspace.crawl.workers"])
+        method = start_method()
+        if method == "fork":
+            context: ForkContext | ForkServerContext = multiprocessing.get_context("fork")
+        else:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(["crawlspace.crawl.engine", "crawlspace.crawl.workers"])
         crawl_dir = self.crawl_dir
         (crawl_dir / WORKERS_DIR).mkdir(parents=True, exist_ok=True)
         WarcWriter.recover(crawl_dir / WARC_DIR)  # once for all workers: they share the directory
@@ -396,9 +426,12 @@ class ParallelCrawl:
                     peers[b] = sa
                 elif b == k:
                     peers[a] = sb
+            mine = {id(sock) for sock in [*peers.values(), controls[k][1]]}
+            everything = [sock for pair in [*pairs.values(), *controls] for sock in pair]
             spec = WorkerSpec(
                 k, n, crawl_dir, self.config, self.seeds, self.resume, peers, controls[k][1], pages,
                 self.unstarted_seeds,
+                [sock for sock in everything if id(sock) not in mine] if method == "fork" else [],
             )  # fmt: skip
             process = context.Process(target=_worker_main, args=(spec,), name=f"crawlspace-worker-{k}")
             process.start()
@@ -417,6 +450,8 @@ class ParallelCrawl:
                 if process.is_alive():
                     process.kill()
                     process.join()
+            if method == "forkserver":
+                _stop_fork_server()
         if self.fatal:
             raise WorkerStartupError(self.fatal[0])
         stats = merge_worker_stats(crawl_dir, n, started)
