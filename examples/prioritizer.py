@@ -5,7 +5,7 @@
 The frontier asks the prioritizer for a level (0 = most urgent) once per URL; when it needs a new
 host for a back queue it draws from the front queues with weight 2^-level. The order only
 matters when more hosts wait than there are back queues (3 per fetch slot), so this example
-crawls 60 hosts with 4 fetch slots, once breadth-first and once with HomePagesFirst, and
+crawls 120 hosts with 4 fetch slots, once breadth-first and once with HomePagesFirst, and
 compares, from the server's request log, how early the home pages (`/`) were fetched.
 """
 
@@ -19,7 +19,7 @@ from crawlspace.hooks import FrontierEntry, Prioritizer
 from crawlspace.simweb import SimWeb, SimWebConfig, serve_in_background
 
 WEB = SimWebConfig(
-    hosts=60, seed=9, mean_pages_per_host=6, max_pages_per_host=30, robots_crawl_delay=0.02, include_trap=False
+    hosts=120, seed=9, mean_pages_per_host=6, max_pages_per_host=30, robots_crawl_delay=0.02, include_trap=False
 )
 
 
