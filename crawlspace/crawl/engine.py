@@ -62,6 +62,8 @@ _ABRUPT = frozenset(
 )
 """Terminations after which in-flight fetches get `shutdown_grace` seconds, then are abandoned."""
 
+_JOURNAL_BROKEN = "the journal could not be written: the last checkpoint and journal stand"
+
 
 def header_values(result: FetchResult, name: str) -> list[str]:
     """Every value of a response header that may repeat (X-Robots-Tag, Link)."""
@@ -233,10 +235,11 @@ class CrawlEngine:
     def checkpoint(self) -> None:
         """Make the whole crawl state durable; the frontier's atomic checkpoint is the commit point."""
         if self._journal_broken:
-            raise CheckpointError("the journal could not be written: the last checkpoint and journal stand")
+            raise CheckpointError(_JOURNAL_BROKEN)
         self._send_batches()  # URLs for other partitions leave as journaled batches, kept until acknowledged
         self._drain_urls()  # the URL set checkpoints with an empty buffer
-        self._flush_journal()  # what the checkpoint covers is in the old journal, if any
+        if not self._flush_journal():  # what the checkpoint covers is in the old journal, if any
+            raise CheckpointError(_JOURNAL_BROKEN)
         self.urlset.checkpoint()
         self.content.checkpoint()
         self.store.flush()
