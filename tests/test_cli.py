@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_cli as run_crawlspace
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    return subprocess.run(
-        [sys.executable, "-m", "crawlspace", *args], capture_output=True, text=True, timeout=60, env=env, cwd=cwd
-    )
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_crawlspace(*args, timeout=60)
 
 
 def test_missing_seeds_file(tmp_path: Path) -> None:
@@ -92,12 +89,7 @@ def test_demo_crawls_the_simulated_web_and_reports_the_servers_view(tmp_path: Pa
     import re
 
     out = tmp_path / "demo"
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    result = subprocess.run(
-        [sys.executable, "-m", "crawlspace", "demo", "--hosts", "25", "--seed", "7", "--out", str(out),
-         "--no-progress"],
-        capture_output=True, text=True, timeout=150, env=env,
-    )  # fmt: skip
+    result = run_crawlspace("demo", "--hosts", "25", "--seed", "7", "--out", str(out), "--no-progress", timeout=150)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads((out / "demo-summary.json").read_text())
     stats = json.loads((out / "stats.json").read_text())

@@ -13,6 +13,7 @@ from crawlspace.cli import main
 from crawlspace.store.cdxj import cdxj_path
 from crawlspace.store.export import ExportError, export, page_records
 from crawlspace.store.pagestore import PageStore, StoreOptions
+from tests.conftest import run_cli
 from tests.store.builders import fetch_result, html_page, parsed
 
 HOME = "http://www.example.test/"
@@ -146,33 +147,13 @@ def test_cli_export(tmp_path: Path) -> None:
 
 
 def test_a_crawl_into_a_directory_in_use_fails_clearly(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
     from crawlspace.store import CrawlTable
 
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://a.test/\n")
     with CrawlTable(tmp_path / "crawl" / "table"):
-        done = subprocess.run(
-            # one process: the table is DIR/table (several processes each write DIR/workers/K/table)
-            [
-                sys.executable,
-                "-m",
-                "crawlspace",
-                "crawl",
-                str(seeds),
-                "--out",
-                str(tmp_path / "crawl"),
-                "--processes",
-                "1",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])),
-        )
+        # one process: the table is DIR/table (several processes each write DIR/workers/K/table)
+        done = run_cli("crawl", str(seeds), "--out", str(tmp_path / "crawl"), "--processes", "1", timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"crawlspace: error: crawl table {tmp_path / 'crawl' / 'table'} is in use by another writer"
@@ -182,9 +163,6 @@ def test_a_crawl_into_a_directory_in_use_fails_clearly(tmp_path: Path) -> None:
 
 def test_two_crawls_in_one_directory_is_a_clear_error(tmp_path: Path) -> None:
     import fcntl
-    import os
-    import subprocess
-    import sys
 
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://a.test/\n")
@@ -192,13 +170,7 @@ def test_two_crawls_in_one_directory_is_a_clear_error(tmp_path: Path) -> None:
     out.mkdir()
     with (out / ".lock").open("w") as held:  # as a running crawl holds it
         fcntl.flock(held, fcntl.LOCK_EX)
-        done = subprocess.run(
-            [sys.executable, "-m", "crawlspace", "crawl", str(seeds), "--out", str(out)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])),
-        )
+        done = run_cli("crawl", str(seeds), "--out", str(out), timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"crawlspace: error: crawl directory {out} is in use by another crawl (lock held on .lock)"
