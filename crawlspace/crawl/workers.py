@@ -467,14 +467,12 @@ class ParallelCrawl:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self._interrupt, channels)
+                loop.add_signal_handler(sig, self._interrupt)
         probes: dict[int, dict[int, list[Any]]] = {}
         listeners = [asyncio.create_task(self._listen(k, channel, probes)) for k, channel in enumerate(channels)]
         while len(self._ready) + len(self.fatal) < len(channels) and any(p.is_alive() for p in workers):
             await asyncio.sleep(0.02)
-        for channel in channels:
-            with contextlib.suppress(ChannelClosed):
-                channel.send(["stop", "worker-failed"] if self.fatal else ["go"])
+        self._broadcast(["stop", "worker-failed"] if self.fatal else ["go"])
         if self.fatal:
             self._stop_reason = self.termination = "worker-failed"
         progress = _Progress(self.crawl_dir, self.live, self.reports)
@@ -485,14 +483,12 @@ class ParallelCrawl:
                 if self._stop_reason is None and (
                     self.fatal or any(process.exitcode not in (None, 0) for process in workers)
                 ):
-                    self._stop_all(channels, "worker-failed")
+                    self._stop_all("worker-failed")
                 if self._stop_reason is None and self._stop_requested:
-                    self._stop_all(channels, "stopped")
+                    self._stop_all("stopped")
                 if self._stop_reason is None:
                     round_number += 1
-                    for channel in channels:
-                        with contextlib.suppress(ChannelClosed):
-                            channel.send(["probe", round_number])
+                    self._broadcast(["probe", round_number])
                 await asyncio.sleep(PROBE_INTERVAL)
                 progress.maybe_report()
                 answers = probes.pop(round_number, {})
@@ -501,7 +497,7 @@ class ParallelCrawl:
                         a[1] for a in answers.values()
                     ) == sum(a[2] for a in answers.values())
                     if settled and previous == answers:
-                        self._stop_all(channels, "frontier-empty")
+                        self._stop_all("frontier-empty")
                     previous = answers if settled else None
                 for old in [number for number in probes if number < round_number]:
                     del probes[old]
@@ -528,21 +524,24 @@ class ParallelCrawl:
                 self.fatal.append(str(message[2]))
             elif message[0] == "ended":
                 if self._stop_reason is None:  # it stopped by itself: the others follow, for the same reason
-                    self._stop_all(self._channels, str(message[2]))
+                    self._stop_all(str(message[2]))
             elif message[0] == "ready":
                 self._ready.add(index)
 
-    def _interrupt(self, channels: list[Channel]) -> None:
+    def _interrupt(self) -> None:
         if self._stop_reason == "interrupted":
             os._exit(130)  # a second Ctrl-C: at once (the checkpoints and journals still resume)
-        self._stop_all(channels, "interrupted")
+        self._stop_all("interrupted")
 
-    def _stop_all(self, channels: list[Channel], reason: str) -> None:
+    def _stop_all(self, reason: str) -> None:
         self._stop_reason = reason
         self.termination = self.termination or reason
-        for channel in channels:
-            with contextlib.suppress(ChannelClosed):
-                channel.send(["stop", reason])
+        self._broadcast(["stop", reason])
+
+    def _broadcast(self, message: list[Any]) -> None:
+        for channel in self._channels:
+            with contextlib.suppress(ChannelClosed):  # that worker is gone: its exit code tells
+                channel.send(message)
 
 
 class _Progress:
