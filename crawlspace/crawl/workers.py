@@ -49,12 +49,12 @@ from crawlspace.distributed.splitter import Batch, Outbox, owner_of
 from crawlspace.frontier.entry import FrontierEntry
 from crawlspace.seen import ContentKind, ContentVerdict
 from crawlspace.store.pagestore import WARC_DIR
+from crawlspace.store.shards import WORKERS_DIR
 from crawlspace.store.warc import WarcWriter
 
 if TYPE_CHECKING:
     from crawlspace.crawl.engine import CrawlEngine
 
-WORKERS_DIR = "workers"
 REPORT_INTERVAL = 0.5
 QUERY_TIMEOUT = 10.0
 PROBE_INTERVAL = 0.2

@@ -17,9 +17,10 @@ from pathlib import Path
 from types import TracebackType
 
 from crawlspace.store.crawltable import CrawlTable, CrawlTableError, Row
+from crawlspace.store.pagestore import TABLE_DIR
 
-TABLE_DIR = "table"
 WORKERS_DIR = "workers"
+"""Where a crawl of several processes keeps each one's state: DIR/workers/<k>/ (crawl.workers)."""
 
 
 def table_shards(crawl_dir: Path) -> list[Path]:
