@@ -128,28 +128,26 @@ def saved_config(out: str | Path) -> CrawlConfig:
 SEEDS_FILE = "seeds.json"
 
 
-def _save_start(out: Path, config: CrawlConfig, seeds: Sequence[str], *, resume: bool) -> None:
-    """config.json, and for a new crawl its seeds (made durable before any process starts): a crawl
-    killed before its first checkpoint resumes from them instead of being lost."""
+def _record_start(out: Path, config: CrawlConfig, seeds: Sequence[str], *, resume: bool) -> list[str] | None:
+    """Write config.json, and for a new crawl its seeds (durable before any process starts); for a
+    resumed crawl, return the seeds it started with: a crawl killed before its first checkpoint
+    starts again from them instead of being lost (None for a crawl started before they were saved)."""
     (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    path = out / SEEDS_FILE
     if resume:
-        return
+        try:
+            return [str(url) for url in json.loads(path.read_text())]
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise CrawlError(f"cannot read {path}: {exc}") from None
     temporary = out / (SEEDS_FILE + ".tmp")
     with temporary.open("w") as file:
         json.dump(list(seeds), file)
         file.flush()
         os.fsync(file.fileno())
-    temporary.replace(out / SEEDS_FILE)
-
-
-def saved_seeds(out: Path) -> list[str] | None:
-    """The seeds a crawl started with (None for a crawl started before they were saved)."""
-    try:
-        return [str(url) for url in json.loads((out / SEEDS_FILE).read_text())]
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise CrawlError(f"cannot read {out / SEEDS_FILE}: {exc}") from None
+    temporary.replace(path)
+    return None
 
 
 def _check_output_dir(out: Path) -> None:
@@ -268,15 +266,20 @@ class Crawler:
         with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
             return runner.run(self._crawl(handle_signals=True))
 
-    def _run_parallel(self) -> CrawlStats:
+    @contextlib.contextmanager
+    def _the_one_run(self) -> Iterator[None]:
+        """A Crawler runs once, and holds its directory's lock while it runs."""
         if self._started:
             raise CrawlError("a Crawler runs once; make a new one for another crawl")
         self._started = True
         with _directory_lock(self.out):
+            yield
+
+    def _run_parallel(self) -> CrawlStats:
+        with self._the_one_run():
             return self._run_parallel_locked()
 
     def _run_parallel_locked(self) -> CrawlStats:
-        _save_start(self.out, self.config, self.seeds, resume=self.resume)
         parallel = ParallelCrawl(
             self.config,
             self.out,
@@ -284,7 +287,7 @@ class Crawler:
             processes=self.config.processes or 1,
             resume=self.resume,
             live=self.progress,
-            unstarted_seeds=saved_seeds(self.out) if self.resume else None,
+            unstarted_seeds=_record_start(self.out, self.config, self.seeds, resume=self.resume),
         )
         self._parallel = parallel
         try:
@@ -308,16 +311,12 @@ class Crawler:
         return await self._crawl(handle_signals=False)
 
     async def _crawl(self, *, handle_signals: bool) -> CrawlStats:
-        if self._started:
-            raise CrawlError("a Crawler runs once; make a new one for another crawl")
-        self._started = True
-        with _directory_lock(self.out):
+        with self._the_one_run():
             return await self._crawl_locked(handle_signals=handle_signals)
 
     async def _crawl_locked(self, *, handle_signals: bool) -> CrawlStats:
         try:
-            _save_start(self.out, self.config, self.seeds, resume=self.resume)
-            unstarted = saved_seeds(self.out) if self.resume else None
+            unstarted = _record_start(self.out, self.config, self.seeds, resume=self.resume)
         except CrawlError:
             await self._extensions.close()
             raise

@@ -396,7 +396,7 @@ def test_killed_before_the_first_checkpoint_resumes_from_the_saved_seeds(
 ) -> None:
     """A crawl killed after it saved its configuration and seeds but before any process wrote its first
     checkpoint (a slow start under load): the resume starts it again from the seeds and loses nothing."""
-    from crawlspace.api import _save_start
+    from crawlspace.api import _record_start
     from crawlspace.config import CrawlConfig
 
     out = tmp_path / "crawl"
@@ -405,7 +405,7 @@ def test_killed_before_the_first_checkpoint_resumes_from_the_saved_seeds(
         min_delay=MIN_DELAY, concurrency=CONCURRENCY, allow_private_addresses=True,
         hosts_file=str(served.hosts_file), processes=processes,
     )  # fmt: skip
-    _save_start(out, config, served.seeds, resume=False)
+    _record_start(out, config, served.seeds, resume=False)
     if processes > 1:  # one process got as far as creating its directory, no further
         (out / "workers" / "1" / "frontier").mkdir(parents=True)
     stderr = finish(start("--resume", str(out)))
