@@ -567,7 +567,7 @@ class CrawlEngine:
     async def _dispatch(self, fetcher: Fetcher) -> None:
         try:
             await self._dispatch_leases(fetcher)
-        except OSError as exc:  # a full disk met outside a lease (a drain's journal write): stop cleanly
+        except OSError as exc:  # a full disk met outside a lease (a drain's write to the URL set): stop cleanly
             if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise
             self._disk_full(exc)
