@@ -37,6 +37,28 @@ class ConfigError(ValueError):
     """A configuration that cannot be used, with the reason in one line."""
 
 
+class UnknownKeyError(ConfigError, TypeError):
+    """A key CrawlConfig does not have. Also a TypeError, which Python code expects from a bad keyword."""
+
+
+def check_keys(keys: typing.Iterable[str], valid: typing.Collection[str], *, source: str) -> None:
+    """The one check of key names, for a TOML file, a CLI override, keyword construction and `replace`:
+    the first unknown key is an error naming the closest valid one."""
+    for key in keys:
+        if key not in valid:
+            close = difflib.get_close_matches(key, list(valid), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UnknownKeyError(f"{source}: unknown key {key!r}{hint}")
+
+
+class _KeyCheckedStruct(msgspec.StructMeta):
+    """Runs `check_keys` before msgspec's own constructor, whose TypeError names no alternative."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        check_keys(kwargs, cls.__struct_fields__, source=cls.__name__)
+        return super().__call__(*args, **kwargs)
+
+
 def _doc(text: str, **bounds: Any) -> msgspec.Meta:
     return msgspec.Meta(description=text, **bounds)
 
@@ -46,7 +68,7 @@ PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
 NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
 
 
-class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True, metaclass=_KeyCheckedStruct):
     """Everything a crawl can be told. Keys are the same in TOML, in Python and (with dashes) on the CLI."""
 
     # identity
@@ -462,12 +484,7 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any], *, source: str = "config") -> CrawlConfig:
-        unknown = [key for key in values if key not in cls.__struct_fields__]
-        if unknown:
-            key = unknown[0]
-            close = difflib.get_close_matches(key, cls.__struct_fields__, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(f"{source}: unknown key {key!r}{hint}")
+        check_keys(values, cls.__struct_fields__, source=source)
         try:
             return msgspec.convert(values, cls, strict=False)
         except msgspec.ValidationError as exc:
@@ -490,6 +507,7 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         return cls.from_mapping(values, source=str(path) if path else "config")
 
     def replace(self, **changes: Any) -> CrawlConfig:
+        check_keys(changes, self.__struct_fields__, source="CrawlConfig.replace")
         return msgspec.structs.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from crawlspace.config import ConfigError, CrawlConfig
+from crawlspace.config import ConfigError, CrawlConfig, UnknownKeyError
 
 
 def test_defaults_fit_the_real_web() -> None:
@@ -42,6 +43,26 @@ def test_toml_and_overrides(tmp_path: Path) -> None:
 def test_unknown_key_suggests_closest() -> None:
     with pytest.raises(ConfigError, match="did you mean 'max_pages'"):
         CrawlConfig.from_mapping({"max_page": 3})
+
+
+def test_one_hint_for_a_typo_in_python_toml_and_overrides(tmp_path: Path) -> None:
+    """The same typo gets the same hint whichever way it is spelled out (issue 14.6)."""
+    toml = tmp_path / "crawl.toml"
+    toml.write_text("max_pagez = 5\n")
+    attempts: dict[str, Callable[[], object]] = {
+        "keyword": lambda: CrawlConfig(max_pagez=5),  # type: ignore[call-arg]
+        "replace": lambda: CrawlConfig().replace(max_pagez=5),
+        "toml": lambda: CrawlConfig.load(toml),
+        "override": lambda: CrawlConfig.load(None, max_pagez=5),
+    }
+    for way, attempt in attempts.items():
+        with pytest.raises(UnknownKeyError) as caught:
+            attempt()
+        assert str(caught.value).endswith("unknown key 'max_pagez'; did you mean 'max_pages'?"), way
+        assert isinstance(caught.value, TypeError), way  # what Python code expects from a bad keyword
+    with pytest.raises(UnknownKeyError, match=r"'wibble'$"):
+        CrawlConfig(wibble=1)  # type: ignore[call-arg]  # nothing close: no hint
+    assert CrawlConfig(max_pages=5).max_pages == 5
 
 
 def test_cross_field_check() -> None:
