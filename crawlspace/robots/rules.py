@@ -31,9 +31,22 @@ Percent-encoding equivalence (RFC 9309 §2.2.2: escaped unreserved characters of
 decoded before comparison): a rule matches the URL's path as given (hex upper-cased) or with its
 unreserved escapes decoded, so `Allow: /~mak` covers `/%7Emak/`, while `Allow: /%62%61%7A` still
 does not cover `/baz` (robots_google ID_Encoding#6). Our URLs arrive normalized (unreserved
-decoded, unsafe characters escaped, crawlspace.urls.normalize), so a Disallow pattern also
-matches the normalized spelling of itself (`Disallow: /%7Ejoe/` blocks `/~joe/`, `Disallow:
-/a b` blocks `/a%20b`); Allow patterns get no such variant, so this addition only disallows more.
+decoded, crawlspace.urls.normalize), so a Disallow pattern also matches the normalized spelling
+of itself (`Disallow: /%7Ejoe/` blocks `/~joe/`); Allow patterns get no such variant, so this
+addition only disallows more.
+
+The ASCII characters RFC 3986 does not allow in a URI at all (space, `"`, `<`, `>`, backslash,
+`^`, a backquote, `{`, `|`, `}`) are written raw in robots.txt files but travel escaped
+(`<` is always `%3C` on the wire), and RFC 9309 §2.2.2 leaves their matching open. Google's
+parser compares them as written, so `Disallow: /a<d.html` never matches the `/a%3Cd.html` a
+crawler requests and the owner's rule is silently lost. We escape them on both sides, in
+patterns (after Google's own escaping, so its conformance cases are unchanged) and in the path
+of the URL asked about, so either spelling of a rule matches either spelling of a URL, for
+Allow and Disallow alike, as Protego does. A rule's priority is the length of that escaped
+pattern, so two spellings of one rule are one rule. Reserved characters (`[`, `]`, `/`, `?`,
+`;`, `=` ...) keep their escapes distinct: `%2F` is not `/`. Non-ASCII in a URL is left as given:
+Google escapes it in patterns only and expects the caller to escape URLs (ID_Encoding#3), as
+our normalizer does.
 
 Measured: all 72 RFC cases of robots_google.json pass, and 72 of its 73 `google_only` cases
 (Google's missing-colon, typo, line-length, index.html-is-its-directory and empty-URL rules
@@ -59,7 +72,9 @@ _ESCAPE = re.compile(rb"%([0-9A-Fa-f]{2})")
 _URL_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _PATH_START = re.compile(r"[/?;]")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-_ALWAYS_ESCAPED = frozenset(b' "<>`{}')  # escaped by WHATWG in paths and queries alike
+_OUTSIDE_URIS = ' "<>\\^`{|}'  # neither reserved nor unreserved (RFC 3986 §2): one resource escaped or not
+_ESCAPE_OUTSIDE = str.maketrans({ch: f"%{ord(ch):02X}" for ch in _OUTSIDE_URIS})
+_NEEDS_ESCAPE = re.compile(f"[{re.escape(_OUTSIDE_URIS)}]")
 _WHITESPACE = b" \t\n\v\f\r"
 _BOM = b"\xef\xbb\xbf"
 
@@ -83,15 +98,15 @@ def _escape_pattern(raw: bytes) -> str:
     return "".join(chr(byte) if byte < 0x80 else f"%{byte:02X}" for byte in raw)
 
 
+def _escape_outside_uris(text: str) -> str:
+    """`text` with the ASCII characters URIs cannot carry raw percent-encoded, the way they travel in the
+    URLs a crawler requests."""
+    return text.translate(_ESCAPE_OUTSIDE)
+
+
 def _normalized_variant(pattern: str) -> str:
-    """The spelling of an escaped pattern that normalized URLs use (unreserved decoded, unsafe escaped)."""
-
-    def decode(match: re.Match[str]) -> str:
-        code = int(match.group(1), 16)
-        return chr(code) if code in _UNRESERVED else match.group(0)
-
-    decoded = re.sub(r"%([0-9A-F]{2})", decode, pattern)
-    return "".join(f"%{ord(ch):02X}" if ord(ch) in _ALWAYS_ESCAPED else ch for ch in decoded)
+    """The spelling of an escaped pattern that normalized URLs use (unreserved escapes decoded)."""
+    return _URL_ESCAPE.sub(_decode_unreserved, pattern)
 
 
 def _upper_hex(match: re.Match[str]) -> str:
@@ -147,7 +162,7 @@ class Rule:
 
 
 def _make_rules(allow: bool, raw: bytes) -> list[Rule]:
-    pattern = _escape_pattern(raw)
+    pattern = _escape_outside_uris(_escape_pattern(raw))
     if not pattern:
         return []  # an empty pattern matches with priority 0, which never decides (RFC 9309 §2.2.2)
     if allow:
@@ -308,6 +323,8 @@ class RobotsRules:
         if group is None:
             return True
         decoded = None
+        if _NEEDS_ESCAPE.search(path):
+            path = _escape_outside_uris(path)
         if "%" in path:
             path = _URL_ESCAPE.sub(_upper_hex, path)
             decoded = _URL_ESCAPE.sub(_decode_unreserved, path)

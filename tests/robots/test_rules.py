@@ -87,6 +87,49 @@ def test_percent_encoding_equivalence_with_normalized_urls() -> None:
     assert allow.allowed("http://h/%62%61%7a", AGENT)  # hex case does not matter
 
 
+@pytest.mark.parametrize("char", [" ", '"', "<", ">", "\\", "^", "`", "{", "|", "}", "é"])
+def test_characters_urls_carry_escaped_match_in_either_spelling(char: str) -> None:
+    """`Disallow: /a<d.html` must block the `/a%3Cd.html` a crawler requests (issue 14.4), and every
+    spelling of the rule must match every spelling of the URL, in Allow and Disallow alike."""
+    escaped = "".join(f"%{byte:02X}" for byte in char.encode())
+    rule_spellings = [f"/a{char}d.html", f"/a{escaped}d.html", f"/a{escaped.lower()}d.html"]
+    url_spellings = [f"http://h/a{escaped}d.html"]
+    if char.isascii():  # Google leaves the escaping of non-ASCII in URLs to the caller (ID_Encoding#3)
+        url_spellings.append(f"http://h/a{char}d.html")
+    if char != "\\":  # a browser reads '\\' as '/' in an http URL: another path
+        url_spellings.append(normalize(f"http://h/a{char}d.html"))
+    for spelling in rule_spellings:
+        disallow = parse(f"User-agent: *\nDisallow: {spelling}\n".encode())
+        allow = parse(f"User-agent: *\nDisallow: /\nAllow: {spelling}\n".encode())
+        for url in url_spellings:
+            assert not disallow.allowed(url, AGENT), (spelling, url)
+            assert allow.allowed(url, AGENT), (spelling, url)
+        assert disallow.allowed("http://h/a%25d.html", AGENT)  # a literal '%' is another character
+        assert disallow.allowed("http://h/ad.html", AGENT)
+        assert not allow.allowed("http://h/ad.html", AGENT)
+
+
+def test_escaped_characters_in_queries_and_wildcards() -> None:
+    rules = parse(b"User-agent: *\nDisallow: /search?q={*}\nDisallow: /*|$\nAllow: /a^b\nDisallow: /a\n")
+    assert not rules.allowed(normalize("http://h/search?q={x}"), AGENT)
+    assert not rules.allowed("http://h/search?q=%7Bx%7D", AGENT)
+    assert rules.allowed("http://h/search?q=x", AGENT)
+    assert not rules.allowed("http://h/x/y%7C", AGENT)
+    assert not rules.allowed("http://h/x/y|", AGENT)
+    assert rules.allowed("http://h/x/y|z", AGENT)  # `$` still anchors after the escape
+    assert rules.allowed(normalize("http://h/a^b"), AGENT)  # the longer Allow wins in either spelling
+    assert rules.allowed("http://h/a^b", AGENT)
+    assert not rules.allowed("http://h/ab", AGENT)
+
+
+def test_reserved_escapes_stay_distinct() -> None:
+    rules = parse(b"User-agent: *\nDisallow: /a[b]\nDisallow: /c%2Fd\n")
+    assert not rules.allowed("http://h/a[b]", AGENT)
+    assert rules.allowed("http://h/a%5Bb%5D", AGENT)  # '[' is reserved (RFC 3986 gen-delims): not the same
+    assert not rules.allowed("http://h/c%2fd", AGENT)
+    assert rules.allowed("http://h/c/d", AGENT)
+
+
 def test_only_the_first_500_kib_count_and_a_cut_line_is_dropped() -> None:
     filler = b"# " + b"x" * 1000 + b"\n"
     head = b"User-agent: *\nDisallow: /\n"
