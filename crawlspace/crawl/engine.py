@@ -360,9 +360,12 @@ class CrawlEngine:
         a checkpoint: a URL set ahead of the journal would hide the URLs found since.
         """
         lines, self._journal_lines = self._journal_lines, []
-        if not lines or self.journals.current is None or self._journal_broken:
-            return not self._journal_broken
+        if self._journal_broken:
+            return False
         try:
+            self.robots_log.flush()  # the robots.txt the pages of these lines were fetched under
+            if not lines or self.journals.current is None:
+                return True
             self.store.commit_unsynced()  # the rows of the pages this batch finishes go first
             self.journals.current.record(lines)
         except OSError as exc:
@@ -872,29 +875,41 @@ class CrawlEngine:
     async def _fetch_robots(self, fetcher: Fetcher, origin: str, depth: int) -> RobotsRules:
         """Fetch /robots.txt of `origin` (following up to 5 redirects) and cache what it means."""
         url = origin + "/robots.txt"
+        status = 0
         for _ in range(MAX_REDIRECT_HOPS + 1):
             result = await fetcher.fetch(url)
             self.stats.robots_fetches += 1
-            if result.status:
+            status = result.status
+            if status:
                 self.store.record(result)
             now = time.monotonic()
             if result.outcome is Outcome.REDIRECT:
                 try:
                     url = normalize(join(url, result.header("location") or ""))
                 except InvalidURL:
-                    return self.robots.store_unavailable(origin, now)
+                    return self._robots_unavailable(origin, status, now)
                 continue
-            if not result.status:
+            if not status:
                 self.stats.errors[f"robots:{result.outcome}"] += 1
                 # a name that does not resolve or an address we refuse will not get better by waiting
                 transient = result.outcome not in (Outcome.DNS_ERROR, Outcome.GUARD_REFUSED)
                 return self.robots.store_unreachable(origin, now, transient=transient)
             body = result.content(MAX_ROBOTS_BYTES + 1)  # one byte more tells the parser it was cut
-            rules = self.robots.store_response(origin, result.status, body, now)
-            if 200 <= result.status < 300 and self.config.sitemaps and rules.sitemaps:
+            rules = self.robots.store_response(origin, status, body, now)
+            entry = self.robots.peek(origin)
+            if entry is not None and not entry.unreachable:  # parsed or unavailable: kept across a restart
+                self.robots_log.record(origin, status, body if 200 <= status < 300 else b"")
+                self._flush_journal_soon()
+            if 200 <= status < 300 and self.config.sitemaps and rules.sitemaps:
                 self._add_sitemaps(rules.sitemaps, url, depth)
             return rules
-        return self.robots.store_unavailable(origin, time.monotonic())  # more than 5 redirects
+        return self._robots_unavailable(origin, status, time.monotonic())  # more than 5 redirects
+
+    def _robots_unavailable(self, origin: str, status: int, now: float) -> RobotsRules:
+        """A redirect that leads nowhere or too far: no restrictions (RFC 9309 §2.3.1.2), kept like a 4xx."""
+        self.robots_log.record(origin, status, b"")
+        self._flush_journal_soon()
+        return self.robots.store_unavailable(origin, now)
 
     def _add_sitemaps(self, hrefs: Iterable[str], base: str, depth: int) -> None:
         """Queue sitemap files: in the frontier (polite, robots-checked), not through the URL filter

@@ -1,17 +1,21 @@
-"""The robots.txt cache on disk: fetched rules survive a restart instead of being fetched again.
+"""The robots.txt cache on disk: fetched rules survive a restart, even a kill -9, instead of being fetched again.
 
-Every robots.txt outcome worth keeping (a parsed file, or "unavailable": no restrictions) is
-appended to `robots.log` as one JSON line with its wall-clock fetch time and raw body, at the
-moment it enters the cache; a process killed at any instant keeps all complete lines. A resume
-reads the newest line per origin and puts back those still within their lifetime, aged by the
-time that passed. Unreachable outcomes are not kept: after a restart they are simply retried.
-The log is compacted (rewritten atomically with only the live newest lines) when it has grown to
-several times what it holds alive.
+Every robots.txt outcome worth keeping (a parsed 2xx file, or "unavailable": a 4xx or too many
+redirects, meaning no restrictions) is recorded as one JSON line with its wall-clock fetch time
+and raw body, and the lines are written to `robots.log` at the journal's cadence: the engine
+calls `flush` where it writes its journal, once per turn of the event loop, so a process killed
+at any instant loses at most the robots.txt fetched in that turn (an append survives the death of
+the process; `sync` at checkpoints is for power loss). A resume reads the newest line per origin
+and puts back those still within their lifetime, aged by the time that passed, so only the
+expired ones are fetched again. Unreachable outcomes (5xx, 429, network failures) are not kept:
+after a restart they are simply retried. The log is compacted (rewritten atomically with only the
+live newest lines) when it has grown to several times what it holds alive.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import time
@@ -34,8 +38,11 @@ class RobotsLog:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._size = os.fstat(self._fd).st_size
         self._live: dict[str, int] = {}  # origin -> size of its newest line
+        self._pending: list[bytes] = []  # recorded, written by the next flush
 
     def record(self, origin: str, status: int, body: bytes) -> None:
+        """Keep the final response for /robots.txt of `origin`: a 2xx is its rules, any other status
+        given here means "unavailable" (the caller passes only those outcomes). Written by `flush`."""
         line = (
             json.dumps(
                 {"origin": origin, "status": status, "at": self._wall(), "body": base64.b64encode(body).decode()},
@@ -43,11 +50,23 @@ class RobotsLog:
             )
             + "\n"
         ).encode()
-        view = memoryview(line)
+        self._pending.append(line)
+        self._live[origin] = len(line)
+
+    @property
+    def pending(self) -> int:
+        """Lines recorded and not yet written."""
+        return len(self._pending)
+
+    def flush(self) -> None:
+        """Append the recorded lines in one write (OSError propagates: the caller stops the crawl)."""
+        if not self._pending:
+            return
+        data, self._pending = b"".join(self._pending), []
+        view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]
-        self._size += len(line)
-        self._live[origin] = len(line)
+        self._size += len(data)
 
     def restore(self, cache: RobotsCache, now: float) -> int:
         """Put every still-valid newest entry back into `cache` (its clock reading is `now`); returns how many."""
@@ -58,13 +77,17 @@ class RobotsLog:
             age = max(wall - fetched_at, 0.0)
             if age >= self._ttl:
                 continue
-            cache.store_response(origin, status, body, now - age)
+            if 200 <= status < 300:
+                cache.store_response(origin, status, body, now - age)
+            else:
+                cache.store_unavailable(origin, now - age)
             self._live[origin] = len(raw)
             restored += 1
         return restored
 
     def maybe_compact(self) -> bool:
         """Rewrite the log with only its live newest lines once it is mostly dead weight."""
+        self.flush()
         live = sum(self._live.values())
         if self._size < max(COMPACT_MIN_BYTES, COMPACT_FACTOR * live):
             return False
@@ -86,10 +109,14 @@ class RobotsLog:
         return True
 
     def sync(self) -> None:
+        self.flush()
         os.fsync(self._fd)
 
     def close(self) -> None:
+        """Write what is recorded and close; a failed write here loses only robots.txt to fetch again."""
         if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                self.flush()
             os.close(self._fd)
             self._fd = -1
 

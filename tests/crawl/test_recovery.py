@@ -414,3 +414,45 @@ def test_killed_before_the_first_checkpoint_resumes_from_the_saved_seeds(
     verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
     assert not verdict.missing and not verdict.unexpected and not verdict.disallowed, verdict.summary()
     assert not verdict.refetched, verdict.summary()
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_robots_txt_fetched_before_a_kill_is_not_fetched_again(
+    web: SimWeb, served: RunningServer, tmp_path: Path, processes: int
+) -> None:
+    """robots.txt outcomes are durable at the journal's cadence, not only at checkpoints (issue 14.5):
+    after kill -9s between checkpoints, a resumed crawl fetches again no robots.txt whose response
+    had been received well before the kill (they are valid for a day), judged from the server's log."""
+    out = tmp_path / "crawl"
+    config = write_config(tmp_path, checkpoint_interval=3600)  # no checkpoint but the first one
+    process = first_run(served, out, config, processes)
+    kills: list[float] = []
+    for _ in range(3):
+        time.sleep(1.5)
+        if process.poll() is not None:
+            break
+        kills.append(time.time())
+        crash(process)
+        process = start("--resume", str(out))
+    finish(process)
+    assert len(kills) >= 2, "the crawl ended before the kills: make the web bigger"
+
+    served.stop()
+    log = served.read_log()
+    fetches: dict[str, list[Any]] = {}
+    for entry in log:
+        if entry.path == "/robots.txt":
+            fetches.setdefault(entry.host, []).append(entry)
+    again = {host: len(entries) - 1 for host, entries in fetches.items() if len(entries) > 1}
+    kept = [entries[0] for entries in fetches.values() if entries[0].status < 500 and entries[0].status != 429]
+    needless = [
+        first.host
+        for first in kept
+        if len(fetches[first.host]) > 1
+        and any(first.finished + 0.5 < kill < fetches[first.host][1].arrived for kill in kills)
+    ]
+    print(f"robots.txt: {sum(map(len, fetches.values()))} requests, {len(fetches)} hosts, again {again}")
+    assert len(kept) >= 20, fetches  # most hosts answered their robots.txt
+    assert not needless, f"robots.txt fetched again after a kill although received before it: {needless}"
+    verdict = judge_crawl(web, log, served.seeds, min_delay=MIN_DELAY)
+    assert not verdict.missing and not verdict.disallowed, verdict.summary()

@@ -64,3 +64,21 @@ def test_compaction_keeps_only_live_newest_lines(tmp_path: Path, monkeypatch: py
     log.close()
     lines = (tmp_path / LOG_NAME).read_bytes().splitlines()
     assert len(lines) == 2 and b"b.test" in lines[0] and b"c.test" in lines[1]  # a.test and old.test expired
+
+
+def test_lines_are_written_at_flush_and_unavailable_outcomes_restore_as_allow_all(tmp_path: Path) -> None:
+    wall = Wall()
+    log = RobotsLog(tmp_path, ttl=100.0, wall_clock=wall)
+    log.record("http://a.test", 200, b"User-agent: *\nDisallow: /\n")
+    log.record("http://b.test", 404, b"")
+    log.record("http://c.test", 301, b"")  # a redirect that led nowhere: unavailable, no restrictions
+    assert log.pending == 3 and (tmp_path / LOG_NAME).read_bytes() == b""  # one write, at the engine's flush
+    log.flush()
+    assert log.pending == 0 and len((tmp_path / LOG_NAME).read_bytes().splitlines()) == 3
+    # no close: as after kill -9, what flush wrote is all there is
+    cache = RobotsCache(ttl=100.0)
+    assert RobotsLog(tmp_path, ttl=100.0, wall_clock=wall).restore(cache, now=10.0) == 3
+    a, b, c = (cache.get(f"http://{name}.test", 10.0) for name in "abc")
+    assert a is not None and not a.allowed("http://a.test/x", "crawlspace")
+    assert b is not None and b.allows_everything and c is not None and c.allows_everything
+    log.close()
