@@ -1,8 +1,8 @@
 """The engine's one handle on storage: each fetch becomes WARC records and crawl-table cells.
 
 Per fetch with a response: request, response and metadata records (or a revisit record for a
-payload stored before, at this URL or another, referring to it by URL and date), then on the page's row a `fetch`
-cell (status, fingerprint, validators, times, change counters), the `title`, the `content`
+payload stored before, at this URL or another, which it names by URL and date), then on the
+page's row a `fetch` cell (status, fingerprint, validators, times, change counters), the `title`, the `content`
 cells (WARC pointer, outlinks, and the text if `store_text`) and, on the row of each link's
 target, an `anchor` cell whose qualifier is this page. A fetch without a response (DNS error, timeout...) gets a `fetch`
 cell only. WARC records go to disk at once (one write per exchange); table cells are buffered
