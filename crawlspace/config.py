@@ -282,7 +282,8 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         bool,
         _doc(
             "Write near-duplicate pages to the WARC files; when false only the duplicate-of relation is kept "
-            "(DIR/seen/content). Exact duplicates are always written as revisit records."
+            "(DIR/seen/content), and an exact copy of such a page is a near-duplicate too (not stored). Exact "
+            "duplicates are always written as revisit records of a stored response."
         ),
     ] = True
 

@@ -28,7 +28,7 @@ from crawlspace.crawl import journal
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState, Journals
 from crawlspace.crawl.housekeeping import CrawlStats, ProgressReporter
 from crawlspace.crawl.journal import ReplayReport, replay
-from crawlspace.crawl.workers import PageBudget, PartitionLink, verdict_of_claim
+from crawlspace.crawl.workers import PageBudget, PartitionLink
 from crawlspace.distributed.splitter import Batch
 from crawlspace.dns import AddressGuard, DNSFailure, Resolver
 from crawlspace.dns.resolver import hostname_of_authority
@@ -801,17 +801,16 @@ class CrawlEngine:
         result = await self._fetch_page(fetcher, entry.url)
         attempts = self._attempts.pop(entry.url, 0) + 1
         decision = self.retry.decide(result, attempts)
-        first_elsewhere = None
+        first = None
         if self.partition is not None and entry.url not in self._sitemaps and self._content_checked(result):
-            body = result.content(self.config.max_body_bytes)  # decoded once, kept by the result
-            first_elsewhere = await self.partition.claim_first(content_fingerprint(body), result.url, result.started)
+            first = await self.partition.claim_first(content_fingerprint(result.body), result.url, result.started)
         try:
             if entry.url in self._sitemaps:
                 if not decision.retry:
                     self._sitemaps.discard(entry.url)
                 self._record_sitemap(result, entry)
             else:
-                page = self._record(result, entry, first_elsewhere=first_elsewhere)
+                page = self._record(result, entry, first=first)
                 if not decision.retry:
                     self._page_done(result, entry, page)
             if decision.retry:  # back into the frontier, behind a longer rest of its host: no worker waits
@@ -955,16 +954,23 @@ class CrawlEngine:
         self._follow([(url, entry.depth + 1, 0) for url in sitemap.urls], result.url, resolve=True)
 
     def _content_checked(self, result: FetchResult) -> bool:
-        """Will `_record` test this response's body against the content set?"""
-        return bool(result.status) and result.outcome is not Outcome.REDIRECT and self._parseable(result)
+        """Will `_record` test this response's body against the content set? Every 2xx body, of any
+        type, complete or cut at the size limit (the near-duplicate test is for parsed types only)."""
+        return result.outcome is Outcome.OK or (result.outcome is Outcome.TOO_LARGE and 200 <= result.status < 300)
 
     def _record(
-        self, result: FetchResult, entry: FrontierEntry, *, first_elsewhere: tuple[str, float] | None = None
+        self, result: FetchResult, entry: FrontierEntry, *, first: tuple[str, float] | None = None
     ) -> ParsedPage | None:
         """Account, store and follow up one fetch; returns the parse of its body if it was parsed.
 
-        `first_elsewhere`: in a crawl of several partitions, the first URL with this body according to
-        the partition that owns its fingerprint (crawl.workers), when another URL had it first."""
+        `first`: in a crawl of several partitions, the URL that had this body first in the crawl and
+        its fetch time, as the partition owning the body's fingerprint answered (crawl.workers).
+
+        The body's fingerprint is that of the payload as received, which the WARC record stores, so
+        that an exact duplicate's revisit record can say "identical payload" (seen.content). The
+        original an exact duplicate refers to is always a stored response: a near-duplicate that is
+        not stored (`store_near_duplicates` off) gives up being its body's first URL, and its exact
+        copies are then tested as it was, as near-duplicates (not stored either, counted as such)."""
         stats = self.stats
         self._count_fetch(result)
         if not result.status:
@@ -979,27 +985,37 @@ class CrawlEngine:
                         self.url_filter.add_seed(self.normalizer(join(result.url, location)))
                 self._follow([(location, entry.depth, entry.hops + 1)], result.url, source=entry.url)
             return None
-        if not self._parseable(result):
+        if not self._content_checked(result):
             self.store.record(result, depth=entry.depth)
             return None
-        body = result.content(self.config.max_body_bytes)
-        fingerprint = content_fingerprint(body)
-        verdict = self.content.check(result.url, fingerprint, result.started)
-        if verdict.kind is ContentKind.NEW and first_elsewhere is not None:
-            verdict = verdict_of_claim(first_elsewhere) or verdict  # first seen in another partition
+        fingerprint = content_fingerprint(result.body)
+        verdict = self.content.check(result.url, fingerprint, result.started, first=first)
+        of_url, of_time = verdict.of_url, verdict.of_time
         if verdict.kind is ContentKind.EXACT:  # seen at another URL: a revisit record, links not extracted
+            assert of_url is not None and of_time is not None
             stats.duplicate_content += 1
-            self.store.record_duplicate(result, str(verdict.of_url), fingerprint=fingerprint, depth=entry.depth)
+            self.store.record_duplicate(result, of_url, of_time, fingerprint=fingerprint, depth=entry.depth)
             return None
-        page = self._parse(result, body)
+        page = self._parse(result, result.content(self.config.max_body_bytes)) if self._parseable(result) else None
+        stored = True
         if verdict.kind is ContentKind.UNCHANGED:  # this URL's own last body: a revisit, links followed
-            self.store.record_duplicate(result, result.url, fingerprint=fingerprint, depth=entry.depth)
+            assert of_time is not None
+            self.store.record_duplicate(result, result.url, of_time, fingerprint=fingerprint, depth=entry.depth)
         else:
-            verdict = self.content.check_near(result.url, page.raw_text)  # words only: no need to collapse
-            if verdict.kind is ContentKind.NEAR:  # the relation is kept in DIR/seen/content
-                stats.near_duplicate_content += 1
-            if verdict.kind is not ContentKind.NEAR or self.config.store_near_duplicates:
+            if page is not None:
+                verdict = self.content.check_near(result.url, page.raw_text)  # words only: no need to collapse
+                if verdict.kind is ContentKind.NEAR:  # the relation is kept in DIR/seen/content
+                    stats.near_duplicate_content += 1
+                    stored = self.config.store_near_duplicates
+            if stored:
                 self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
+            else:
+                self.content.release_first(fingerprint, result.url)
+        if first is not None and first[0] == result.url and not self.config.store_near_duplicates:
+            assert self.partition is not None
+            self.partition.settle(fingerprint, result.url, stored=stored)  # copies of it may wait for this
+        if page is None:
+            return None
         stats.links_extracted += len(page.links)
         stats.links_dropped += page.dropped_links
         follow_all = self.config.follow_nofollow

@@ -9,7 +9,10 @@ They talk over socketpairs the coordinator makes and hands to each worker:
 - worker -> worker: batches of URLs for the receiver's hosts (journaled by the sender as X lines,
   acknowledged by the receiver once it journaled them as its own submissions, K lines: delivery is
   at least once, repeats are dropped by the receiver's URL set); exact-duplicate questions about a
-  body fingerprint to the partition that owns `fp mod N`, and their answers.
+  body fingerprint to the partition that owns `fp mod N` ("which URL had this body first?"), and
+  their answers. With `store_near_duplicates` off a first URL's page may turn out not to be stored
+  (a near-duplicate): its partition then says whether it was (`settle`), and the owner holds the
+  answers for the body's copies until it has, so that no revisit record refers to a page never written.
 - worker -> coordinator: progress reports and, when asked, termination probes: (round, idle,
   batches sent, batches received). The crawl is over when two consecutive rounds find every worker
   idle with equal totals (Mattern's four-counter method: a batch in transit shows as sent > received,
@@ -47,7 +50,6 @@ from crawlspace.crawl.housekeeping import CrawlStats
 from crawlspace.distributed.channel import Channel, ChannelClosed
 from crawlspace.distributed.splitter import Batch, Outbox, owner_of
 from crawlspace.frontier.entry import FrontierEntry
-from crawlspace.seen import ContentKind, ContentVerdict
 from crawlspace.store.pagestore import WARC_DIR
 from crawlspace.store.shards import WORKERS_DIR
 from crawlspace.store.warc import WarcWriter
@@ -131,6 +133,9 @@ class PartitionLink:
     _control: Channel | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _queries: dict[int, tuple[int, asyncio.Future[tuple[str, float] | None]]] = field(default_factory=dict)
+    _unsettled: dict[int, list[tuple[int, int, str, float]]] = field(default_factory=dict)
+    """Fingerprints this partition owns whose first URL's page may not be stored, with the claims of
+    other URLs waiting for `settle` (sender, query number, URL, fetch time)."""
     _gone: set[int] = field(default_factory=set)  # peers whose channel closed
     _query_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _engine: CrawlEngine | None = None
@@ -204,23 +209,69 @@ class PartitionLink:
     # -- exact duplicates, partitioned by fingerprint -------------------------------------------
 
     async def claim_first(self, fingerprint: int, url: str, fetched_at: float) -> tuple[str, float] | None:
-        """The first URL with this body, asked of the partition that owns the fingerprint."""
-        assert self._engine is not None
+        """The URL that had this body first in the crawl and its fetch time (`url` and `fetched_at`
+        if it is the first), asked of the partition that owns the fingerprint. None when that
+        partition could not answer: then this partition's own content set decides (a duplicate
+        may be stored twice)."""
         owner = self.content_owner(fingerprint)
-        if owner == self.index:
-            return self._engine.content.claim_first(fingerprint, url, fetched_at)
         if owner in self._gone:
-            return None  # the owner stopped: treated as new (a duplicate may be stored twice)
+            return None
         number = next(self._query_numbers)
+        if owner == self.index:
+            first = self._claim(self.index, number, fingerprint, url, fetched_at)
+            if first is not None:
+                return first
         future: asyncio.Future[tuple[str, float] | None] = asyncio.get_running_loop().create_future()
         self._queries[number] = (owner, future)
-        self._send(owner, ["cq", self.index, number, fingerprint, url, fetched_at])
+        if owner != self.index:
+            self._send(owner, ["cq", self.index, number, fingerprint, url, fetched_at])
         try:
             return await asyncio.wait_for(future, timeout=QUERY_TIMEOUT)
         except TimeoutError:
-            return None  # the owner did not answer: treated as new (a duplicate may be stored twice)
+            return None
         finally:
             self._queries.pop(number, None)
+
+    def settle(self, fingerprint: int, url: str, *, stored: bool) -> None:
+        """`url`, which `claim_first` named the first with this body, is recorded: its page `stored`,
+        or not (a near-duplicate the crawl does not keep; then the next URL with the body becomes
+        the first). Called for every such URL while `store_near_duplicates` is off, when copies wait."""
+        owner = self.content_owner(fingerprint)
+        if owner == self.index:
+            self._settled(fingerprint, url, stored)
+        else:
+            self._send(owner, ["cs", fingerprint, url, stored])
+
+    def _claim(
+        self, sender: int, number: int, fingerprint: int, url: str, fetched_at: float
+    ) -> tuple[str, float] | None:
+        """Answer a claim on a fingerprint this partition owns, or None when it must wait for `settle`."""
+        assert self._engine is not None
+        waiting = self._unsettled.get(fingerprint)
+        if waiting is not None:
+            waiting.append((sender, number, url, fetched_at))
+            return None
+        first = self._engine.content.claim_first(fingerprint, url, fetched_at)
+        if first[0] == url and not self._engine.config.store_near_duplicates:
+            self._unsettled[fingerprint] = []
+        return first
+
+    def _settled(self, fingerprint: int, url: str, stored: bool) -> None:
+        assert self._engine is not None
+        if not stored:
+            self._engine.content.release_first(fingerprint, url)
+        for sender, number, other, fetched_at in self._unsettled.pop(fingerprint, []):
+            first = self._claim(sender, number, fingerprint, other, fetched_at)
+            if first is not None:
+                self._answer(sender, number, first)
+
+    def _answer(self, sender: int, number: int, first: tuple[str, float]) -> None:
+        if sender != self.index:
+            self._send(sender, ["ca", number, [first[0], first[1]]])
+            return
+        query = self._queries.get(number)
+        if query is not None and not query[1].done():
+            query[1].set_result(first)
 
     # -- listening ---------------------------------------------------------------------------
 
@@ -249,13 +300,17 @@ class PartitionLink:
                 engine.batch_acknowledged(int(sender), int(number))
             elif kind == "cq":
                 _, sender, number, fingerprint, url, fetched_at = message
-                first = engine.content.claim_first(int(fingerprint), url, float(fetched_at))
-                self._send(sender, ["ca", number, None if first is None else [first[0], first[1]]])
+                first = self._claim(int(sender), int(number), int(fingerprint), str(url), float(fetched_at))
+                if first is not None:
+                    self._answer(int(sender), int(number), first)
+            elif kind == "cs":
+                _, fingerprint, url, stored = message
+                self._settled(int(fingerprint), str(url), bool(stored))
             elif kind == "ca":
                 _, number, first = message
                 query = self._queries.get(int(number))
                 if query is not None and not query[1].done():
-                    query[1].set_result(None if first is None else (str(first[0]), float(first[1])))
+                    query[1].set_result((str(first[0]), float(first[1])))
 
     async def _listen_control(self) -> None:
         assert self._control is not None and self._engine is not None
@@ -276,10 +331,6 @@ class PartitionLink:
             await asyncio.sleep(REPORT_INTERVAL)
             with contextlib.suppress(ChannelClosed):
                 self._control.send(["report", self.index, self._engine.report()])
-
-
-def verdict_of_claim(first: tuple[str, float] | None) -> ContentVerdict | None:
-    return None if first is None else ContentVerdict(ContentKind.EXACT, first[0], first[1], 1.0)
 
 
 # -- the processes ------------------------------------------------------------------------------

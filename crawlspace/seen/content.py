@@ -10,7 +10,19 @@ whole signature estimates their Jaccard similarity; at or above the threshold (0
 default) the page is a NEAR duplicate of the best candidate. Only original pages are indexed,
 so a cluster's id is its first page. Whether near-duplicates are still stored is the engine's
 choice (config `store_near_duplicates`); the relation is recorded here either way
-(`verdict_of(url)`).
+(`verdict_of(url)`). The first URL of a body is the original its exact copies' revisit records
+refer to, so it must be a stored one: a near-duplicate the engine does not store gives that
+place up (`release_first`), and its copies are then judged as it was, near-duplicates.
+
+The fingerprint the engine passes is that of the body as received (Content-Encoding not
+undone): the payload the WARC record stores and digests. An exact duplicate is then one whose
+revisit record may say "identical payload"; the same content under another encoding is a
+near-duplicate of similarity 1.
+
+In a crawl of several partitions (crawl.workers) the partition owning a fingerprint decides
+which URL had the body first (`claim_first`, on that partition's set); each partition then
+passes the answer to its own `check` (`first=`), which keeps it as the body's first URL here
+too, so that one original holds for the whole crawl, whichever partition fetched it.
 
 Each URL's record keeps its content fingerprint (IIR §20.2.1): when a page is fetched again
 with another body, its outdated fingerprint (and its LSH entries) are deleted, so that the
@@ -115,6 +127,15 @@ def _key(value: int) -> bytes:
     return value.to_bytes(8, "big")
 
 
+def _utf8(url: str) -> bytes:
+    return url.encode("utf-8", "surrogatepass")
+
+
+def _url_after(data: bytes, start: int) -> str:
+    """The URL that ends an fp or oracle record, after its fixed-size head."""
+    return bytes(data[start:]).decode("utf-8", "surrogatepass")
+
+
 class ContentSeen:
     """Exact and near-duplicate content detection, persisted in LMDB under a directory."""
 
@@ -173,8 +194,15 @@ class ContentSeen:
 
     # -- checks ----------------------------------------------------------------------------------------
 
-    def check(self, url: str, body_fingerprint: int, fetched_at: float) -> ContentVerdict:
-        """Exact test of a fetched body; records it. NEW content should go on to `check_near`."""
+    def check(
+        self, url: str, body_fingerprint: int, fetched_at: float, *, first: tuple[str, float] | None = None
+    ) -> ContentVerdict:
+        """Exact test of a fetched body; records it. NEW content should go on to `check_near`.
+
+        `first`: the URL that had this body first in the whole crawl and its fetch time, as the
+        partition owning the fingerprint answered (`claim_first`); it replaces this set's own first
+        of the body, so that later copies here refer to the crawl's original too. Without it (one
+        partition, or the owner could not be asked) this set's own first decides."""
         txn = self._txn
         url_fp = url_fingerprint(url)
         url_key = _key(url_fp)
@@ -185,32 +213,53 @@ class ContentSeen:
                 return ContentVerdict(ContentKind.UNCHANGED, url, record.fetched_at, 1.0)
             self._forget(url_fp, record)
         fp_key = _key(body_fingerprint)
-        first = txn.get(fp_key, db=self._fp_db)
         self._changed()
         if first is not None:
-            first_url_fp, first_time = _FP_RECORD.unpack_from(first)
-            first_url = bytes(first[_FP_RECORD.size :]).decode("utf-8", "surrogatepass")
-            record = _UrlRecord(body_fingerprint, fetched_at, ContentKind.EXACT, 1.0, first_url_fp, b"", url)
+            first_url, first_time = first
+            txn.put(fp_key, _FP_RECORD.pack(url_fingerprint(first_url), first_time) + _utf8(first_url), db=self._fp_db)
+        else:
+            stored = txn.get(fp_key, db=self._fp_db)
+            if stored is None:
+                first_url, first_time = url, fetched_at
+                txn.put(fp_key, _FP_RECORD.pack(url_fp, fetched_at) + _utf8(url), db=self._fp_db)
+            else:
+                first_url, first_time = _url_after(stored, _FP_RECORD.size), _FP_RECORD.unpack_from(stored)[1]
+        # the first may be this URL even with a record: a copy in this partition was told of it first
+        if first_url != url:
+            record = _UrlRecord(
+                body_fingerprint, fetched_at, ContentKind.EXACT, 1.0, url_fingerprint(first_url), b"", url
+            )
             txn.put(url_key, record.pack(), db=self._url_db)
             return ContentVerdict(ContentKind.EXACT, first_url, first_time, 1.0)
-        txn.put(fp_key, _FP_RECORD.pack(url_fp, fetched_at) + url.encode("utf-8", "surrogatepass"), db=self._fp_db)
         record = _UrlRecord(body_fingerprint, fetched_at, ContentKind.NEW, 0.0, 0, b"", url)
         txn.put(url_key, record.pack(), db=self._url_db)
         return NEW
 
-    def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> tuple[str, float] | None:
+    def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> tuple[str, float]:
         """The partitioned exact test (crawl.workers): this set owns `body_fingerprint` among the
-        partitions of a crawl. The first URL that showed it, with its fetch time, if another URL did;
-        None if `url` is the first (it is recorded as such)."""
+        partitions of a crawl. The first URL that showed it, with its fetch time: `url` and
+        `fetched_at` themselves if no URL did before (it is recorded as the first)."""
         key = _key(body_fingerprint)
         first = self._txn.get(key, db=self._oracle_db)
         if first is not None:
-            first_time = _TIME.unpack_from(first)[0]
-            first_url = bytes(first[_TIME.size :]).decode("utf-8", "surrogatepass")
-            return None if first_url == url else (first_url, first_time)
-        self._txn.put(key, _TIME.pack(fetched_at) + url.encode("utf-8", "surrogatepass"), db=self._oracle_db)
+            return _url_after(first, _TIME.size), _TIME.unpack_from(first)[0]
+        self._txn.put(key, _TIME.pack(fetched_at) + _utf8(url), db=self._oracle_db)
         self._changed()
-        return None
+        return url, fetched_at
+
+    def release_first(self, body_fingerprint: int, url: str) -> None:
+        """`url`'s body was not stored (a near-duplicate the crawl does not keep): it is no longer
+        the first URL of that body, which a revisit record of a copy would refer to in vain. The
+        next URL with the body takes its place (here and, on the owning partition, in the claims)."""
+        key = _key(body_fingerprint)
+        txn = self._txn
+        stored = txn.get(key, db=self._fp_db)
+        if stored is not None and _url_after(stored, _FP_RECORD.size) == url:
+            txn.delete(key, db=self._fp_db)
+        claimed = txn.get(key, db=self._oracle_db)
+        if claimed is not None and _url_after(claimed, _TIME.size) == url:
+            txn.delete(key, db=self._oracle_db)
+        self._changed()
 
     def check_near(self, url: str, text: str) -> ContentVerdict:
         """Near-duplicate test of a page `check` found NEW; records the verdict or indexes the page."""

@@ -1,8 +1,8 @@
 """The engine's one handle on storage: each fetch becomes WARC records and crawl-table cells.
 
-Per fetch with a response: request, response and metadata records (or a revisit record for an
-exact duplicate whose payload digest matches the original's), then on the page's row a `fetch`
-cell (status, fingerprint, validators, times, change counters), the `title`, the `content`
+Per fetch with a response: request, response and metadata records (or a revisit record for a
+payload stored before, at this URL or another, which it names by URL and date), then on the
+page's row a `fetch` cell (status, fingerprint, validators, times, change counters), the `title`, the `content`
 cells (WARC pointer, outlinks, and the text if `store_text`) and, on the row of each link's
 target, an `anchor` cell whose qualifier is this page. A fetch without a response (DNS error, timeout...) gets a `fetch`
 cell only. WARC records go to disk at once (one write per exchange); table cells are buffered
@@ -34,7 +34,7 @@ from crawlspace.fetch import FetchResult
 from crawlspace.parse import ParsedPage
 from crawlspace.store.crawltable import DEFAULT_MAX_VERSIONS, CrawlTable
 from crawlspace.store.rowkey import row_key
-from crawlspace.store.warc import Capture, RecoveredFile, WarcWriter, fetch_metadata
+from crawlspace.store.warc import Capture, RecoveredFile, WarcWriter, fetch_metadata, warc_date
 from crawlspace.urls import InvalidURL, normalize
 
 WARC_DIR = "warc"  # keep in step with warc.warc_directory
@@ -215,18 +215,38 @@ class PageStore:
         return capture
 
     def record_duplicate(
-        self, result: FetchResult, original_url: str, *, fingerprint: int | None = None, depth: int | None = None
+        self,
+        result: FetchResult,
+        original_url: str,
+        original_time: float,
+        *,
+        fingerprint: int | None = None,
+        depth: int | None = None,
     ) -> Capture:
-        """Store a fetch whose body is an exact duplicate of `original_url`'s: a revisit record when
-        the original's response is known and its payload digest matches, else a full response."""
+        """Store a fetch whose payload is the one `original_url` was fetched with at `original_time`
+        (its wall-clock fetch start: the original response's WARC-Date): a revisit record referring
+        to that response by URL and date, and a row that says duplicate-of.
+
+        URL and date are all the revisit needs, so the original's row need not be in this store
+        (another partition of the crawl may have fetched it). When it is, and its capture is that
+        fetch, the record names it by id too, and a payload digest that differs from the original's
+        (a 64-bit fingerprint collision) gets a full response instead. The page's own last body
+        (`original_url` is the page, UNCHANGED) is referred to only through its capture here: without
+        one (its record was lost with a crash) the page is stored in full again.
+        """
         url = result.url
         previous = self._previous(url)
-        original = self._previous(original_url).capture
+        original = (previous if original_url == url else self._previous(original_url)).capture
+        date = warc_date(original_time)
+        if original is not None and original_url == url:
+            date = original.date
+        elif original is not None and original.date != date:
+            original = None  # the original page's last capture is a later fetch: refer to the one named
         metadata = fetch_metadata(result, extra=[*_extra(depth), ("duplicate-of", original_url)])
         capture: Capture | None = None
-        if original is not None:
+        if original is not None or original_url != url:
             try:
-                capture = self.warc.write_revisit(result, original, original_url, metadata=metadata)
+                capture = self.warc.write_revisit(result, original_url, date, original=original, metadata=metadata)
                 self.stats.revisits += 1
             except ValueError:
                 capture = None

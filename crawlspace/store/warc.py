@@ -385,29 +385,33 @@ class WarcWriter:
     def write_revisit(
         self,
         result: FetchResult,
-        original: Capture,
         original_url: str,
+        original_date: str,
         *,
+        original: Capture | None = None,
         metadata: Sequence[tuple[str, str]] | None = None,
     ) -> Capture:
-        """A revisit record (identical-payload-digest profile): HTTP headers only, payload at `original`.
-
-        The caller must have checked that the payload's digest equals `original.payload_digest`.
+        """A revisit record (identical-payload-digest profile): HTTP headers only; the payload is the
+        one stored for `original_url` at `original_date` (a WARC date), which is what the profile
+        requires (WARC/1.1 §6.7.2: WARC-Refers-To-Target-URI, WARC-Refers-To-Date). The original's
+        record id (WARC-Refers-To, optional) is added when its `original` capture is given; then its
+        payload digest must equal this payload's, else ValueError. The caller vouches for the payload
+        being the same otherwise (crawl.engine: equal fingerprints of the payloads).
         """
         current = self._ensure_file()
         date = warc_date(result.started)
         revisit_id = self._new_id()
         payload_digest = sha1_digest(result.body)
-        if payload_digest != original.payload_digest:
+        if original is not None and payload_digest != original.payload_digest:
             raise ValueError(f"revisit of {result.url}: payload digest differs from the original's")
         headers = [
             ("WARC-Type", "revisit"),
             ("WARC-Record-ID", revisit_id),
             *self._common(current, result, date),
             ("WARC-Profile", REVISIT_PROFILE),
-            ("WARC-Refers-To", original.record_id),
+            *([("WARC-Refers-To", original.record_id)] if original is not None else []),
             ("WARC-Refers-To-Target-URI", original_url),
-            ("WARC-Refers-To-Date", original.date),
+            ("WARC-Refers-To-Date", original_date),
             ("Content-Type", "application/http;msgtype=response"),
         ]
         member = self._member(headers, _response_head(result), payload_digest=payload_digest)

@@ -120,6 +120,46 @@ def test_reopening_with_other_shingling_parameters_is_an_error(tmp_path: Path) -
     ContentSeen(tmp_path, near_threshold=0.8).close()  # the threshold may change
 
 
+def test_the_first_url_the_owner_names_is_this_sets_first_too(tmp_path: Path) -> None:
+    """Several partitions: the one owning the fingerprint says which URL had the body first; the set
+    keeps the answer, so that later copies here refer to that original too, and that URL's own check,
+    when a copy was told of it first, finds it NEW."""
+    content = ContentSeen(tmp_path)
+    body = content_fingerprint(b"<html>one body</html>")
+    copy = content.check("http://b.test/", body, 2.0, first=("http://a.test/", 1.0))
+    assert (copy.kind, copy.of_url, copy.of_time) == (ContentKind.EXACT, "http://a.test/", 1.0)
+    later = content.check("http://c.test/", body, 3.0)  # the owner could not be asked: this set decides
+    assert (later.kind, later.of_url, later.of_time) == (ContentKind.EXACT, "http://a.test/", 1.0)
+    verdict = content.verdict_of("http://b.test/")  # the original's own record is in another partition
+    assert verdict is not None and (verdict.of_url, verdict.of_time) == ("http://a.test/", 1.0)
+    assert content.check("http://a.test/", body, 1.0, first=("http://a.test/", 1.0)).kind is ContentKind.NEW
+    content.close()
+
+
+def test_claims_name_one_first_url_until_it_is_released(tmp_path: Path) -> None:
+    content = ContentSeen(tmp_path)
+    assert content.claim_first(7, "http://a.test/", 1.0) == ("http://a.test/", 1.0)
+    assert content.claim_first(7, "http://b.test/", 2.0) == ("http://a.test/", 1.0)
+    assert content.claim_first(7, "http://a.test/", 5.0) == ("http://a.test/", 1.0)  # fetched again
+    content.release_first(7, "http://b.test/")  # not the first: nothing changes
+    assert content.claim_first(7, "http://c.test/", 3.0) == ("http://a.test/", 1.0)
+    content.release_first(7, "http://a.test/")  # a near-duplicate the crawl did not store
+    assert content.claim_first(7, "http://c.test/", 3.0) == ("http://c.test/", 3.0)
+    content.close()
+
+
+def test_a_released_first_url_is_nobodys_original(tmp_path: Path) -> None:
+    """A page that was not stored cannot be referred to: the next URL with its body is the first."""
+    content = ContentSeen(tmp_path)
+    text = text_of(10)
+    body = content_fingerprint(text.encode())
+    assert see(content, "http://a.test/", text) == (ContentKind.NEW, None)
+    content.release_first(body, "http://a.test/")
+    assert content.check("http://b.test/", body, 2.0).kind is ContentKind.NEW
+    assert see(content, "http://c.test/", text) == (ContentKind.EXACT, "http://b.test/")
+    content.close()
+
+
 def test_check_near_needs_a_new_page(tmp_path: Path) -> None:
     content = ContentSeen(tmp_path)
     with pytest.raises(KeyError, match="before check"):

@@ -126,7 +126,7 @@ def test_an_exact_duplicate_is_a_revisit_of_the_original(tmp_path: Path) -> None
     with store_at(tmp_path) as store:
         original = store.record(fetch_result(A, body, started=1e9), page=parsed("Same", "same text", []), fingerprint=5)
         assert original is not None
-        revisit = store.record_duplicate(fetch_result(B, body, started=1e9 + 1), A, fingerprint=5)
+        revisit = store.record_duplicate(fetch_result(B, body, started=1e9 + 1), A, 1e9, fingerprint=5)
         store.flush()
         row = store.table.get(B)
         assert row is not None and row.fetch is not None and row.fetch["duplicate_of"] == A
@@ -143,20 +143,47 @@ def test_an_exact_duplicate_is_a_revisit_of_the_original(tmp_path: Path) -> None
 def test_a_duplicate_found_in_an_earlier_session_is_a_revisit_too(tmp_path: Path) -> None:
     body = b"<html>same</html>"
     with store_at(tmp_path) as store:
-        store.record(fetch_result(A, body), page=parsed("", "same", []), fingerprint=5)
+        store.record(fetch_result(A, body, started=1e9), page=parsed("", "same", []), fingerprint=5)
     with store_at(tmp_path) as store:
-        store.record_duplicate(fetch_result(B, body), A, fingerprint=5)
+        store.record_duplicate(fetch_result(B, body), A, 1e9, fingerprint=5)
     assert ("revisit", B) in {(kind, url) for kind, url, _ in warc_records(tmp_path)}
 
 
-def test_a_duplicate_with_another_payload_is_stored_in_full(tmp_path: Path) -> None:
-    """Same decoded content, different bytes (say, gzip vs identity): identical-payload-digest does not apply."""
+def test_a_duplicate_of_a_page_this_store_does_not_hold_is_a_revisit_by_uri_and_date(tmp_path: Path) -> None:
+    """The original was fetched by another partition of the crawl (its row is in another store): the
+    revisit refers to it by target URI and date, and the row says duplicate-of all the same."""
     with store_at(tmp_path) as store:
-        store.record(fetch_result(A, b"<html>x</html>"), page=parsed("", "x", []), fingerprint=5)
-        store.record_duplicate(fetch_result(B, b"<html>x</html> "), A, fingerprint=5)
-        store.record_duplicate(fetch_result(C, b"<html>y</html>"), "http://never.test/", fingerprint=6)
+        store.record_duplicate(fetch_result(B, b"<html>x</html>", started=1e9 + 3), A, 1e9, fingerprint=5, depth=2)
+        store.flush()
+        row = store.table.get(B)
+    assert row is not None and row.fetch is not None and row.fetch["duplicate_of"] == A
+    ((kind, _, headers),) = [record for record in warc_records(tmp_path) if record[0] in ("revisit", "response")]
+    assert kind == "revisit" and store.stats.revisits == 1
+    assert headers["WARC-Refers-To-Target-URI"] == A and headers["WARC-Refers-To-Date"] == "2001-09-09T01:46:40.000000Z"
+    assert "WARC-Refers-To" not in headers
+
+
+def test_a_duplicate_with_another_payload_is_stored_in_full(tmp_path: Path) -> None:
+    """Equal fingerprints, different bytes (a collision): identical-payload-digest does not apply where the
+    original's digest is known; neither can the page's own last body be referred to without its capture."""
+    with store_at(tmp_path) as store:
+        store.record(fetch_result(A, b"<html>x</html>", started=1e9), page=parsed("", "x", []), fingerprint=5)
+        store.record_duplicate(fetch_result(B, b"<html>x</html> "), A, 1e9, fingerprint=5)
+        store.record_duplicate(fetch_result(C, b"<html>y</html>"), C, 1e9, fingerprint=6)
     kinds = {(kind, url) for kind, url, _ in warc_records(tmp_path)}
     assert ("response", B) in kinds and ("response", C) in kinds and store.stats.revisits == 0
+
+
+def test_a_duplicate_of_an_earlier_fetch_of_a_refetched_page_refers_to_that_fetch(tmp_path: Path) -> None:
+    """The original page's last capture here is a later fetch of it (with another body): the revisit
+    refers to the fetch the content set named, by URI and date, not to the capture at hand."""
+    body = b"<html>old</html>"
+    with store_at(tmp_path) as store:
+        store.record(fetch_result(A, body, started=1e9), page=parsed("", "old", []), fingerprint=5)
+        store.record(fetch_result(A, b"<html>new</html>", started=2e9), page=parsed("", "new", []), fingerprint=6)
+        store.record_duplicate(fetch_result(B, body, started=3e9), A, 1e9, fingerprint=5)
+    headers = next(headers for kind, url, headers in warc_records(tmp_path) if kind == "revisit")
+    assert headers["WARC-Refers-To-Date"] == "2001-09-09T01:46:40.000000Z" and "WARC-Refers-To" not in headers
 
 
 def test_a_failed_fetch_gets_a_fetch_cell_only(tmp_path: Path) -> None:

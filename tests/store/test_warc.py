@@ -25,6 +25,7 @@ from crawlspace.store.warc import (
     read_record,
     rebuild_indexes,
     sha1_digest,
+    warc_date,
 )
 from tests.store.builders import fetch_result, html_page
 
@@ -38,7 +39,12 @@ def write_sample(directory: Path, pages: int = 3, **options: object) -> tuple[Wa
         result = fetch_result(f"http://www.example.test/p{number}", PAGE + str(number).encode())
         captures.append(writer.write_exchange(result, metadata=fetch_metadata(result, outlinks=["http://x.test/"])))
     duplicate = fetch_result("http://www.example.test/copy", PAGE + b"0")
-    captures.append(writer.write_revisit(duplicate, captures[0], "http://www.example.test/p0", metadata=[("k", "v")]))
+    original = captures[0]
+    captures.append(
+        writer.write_revisit(
+            duplicate, "http://www.example.test/p0", original.date, original=original, metadata=[("k", "v")]
+        )
+    )
     writer.close()
     return writer, captures
 
@@ -147,8 +153,33 @@ def test_revisit_refuses_a_different_payload(tmp_path: Path) -> None:
     writer = WarcWriter(tmp_path)
     original = writer.write_exchange(fetch_result("http://a.test/", b"one"))
     with pytest.raises(ValueError, match="payload digest"):
-        writer.write_revisit(fetch_result("http://b.test/", b"two"), original, "http://a.test/")
+        writer.write_revisit(fetch_result("http://b.test/", b"two"), "http://a.test/", original.date, original=original)
     writer.close()
+
+
+def test_a_revisit_by_uri_and_date_alone_reads_back_with_both_readers(tmp_path: Path) -> None:
+    """The original fetched by another process of the crawl: no record id to name (WARC-Refers-To is
+    optional), the target URI and date identify it (WARC/1.1 §6.7.2)."""
+    writer = WarcWriter(tmp_path)
+    original = writer.write_exchange(fetch_result("http://a.test/", PAGE, started=1e9))
+    writer.write_revisit(fetch_result("http://b.test/copy", PAGE, started=1e9 + 5), "http://a.test/", warc_date(1e9))
+    writer.close()
+    (path,) = warc_files(tmp_path)
+    with open(path, "rb") as handle:
+        (revisit,) = [r for r in WarcioIterator(handle, check_digests=True) if r.rec_type == "revisit"]
+    headers = revisit.rec_headers
+    assert headers.get_header("WARC-Refers-To") is None
+    assert headers.get_header("WARC-Refers-To-Target-URI") == "http://a.test/"
+    assert headers.get_header("WARC-Refers-To-Date") == original.date == "2001-09-09T01:46:40.000000Z"
+    assert headers.get_header("WARC-Payload-Digest") == original.payload_digest
+    assert revisit.http_headers.get_statuscode() == "200"
+    with open(path, "rb") as handle:
+        read = 0
+        for fast in FastIterator(handle, record_types=WarcRecordType.revisit, parse_http=False):
+            assert fast.verify_block_digest()
+            assert fast.headers["WARC-Refers-To-Date"] == original.date
+            read += 1
+    assert read == 1
 
 
 def test_files_roll_by_size_and_names_sort_by_time(tmp_path: Path) -> None:
