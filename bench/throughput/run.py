@@ -183,7 +183,7 @@ def judge(
 # stages of the crawl loop: a sample counts for the first stage here with a mark that begins one of its frames
 STAGES = (
     ("near-duplicate check", ("ContentSeen.check_near",)),
-    ("exact duplicate check", ("ContentSeen.check", "PartitionLink.claim_first")),
+    ("exact duplicate check", ("ContentSeen.check", "SocketMesh.claim_first")),
     ("WARC write", ("WarcWriter.",)),
     ("crawl table", ("PageStore._write_row", "PageStore.commit", "PageStore._previous", "CrawlTable.")),
     ("journal", ("CrawlEngine._flush_journal", "Journal.record")),
@@ -191,7 +191,7 @@ STAGES = (
     ("URL pipeline (join, filter, robots, seen)", ("CrawlEngine._follow", "CrawlEngine._submit", "UrlSet.")),
     (
         "host splitter (batches to other processes)",
-        ("CrawlEngine._send_batches", "CrawlEngine.receive_urls", "PartitionLink.", "Channel."),
+        ("CrawlEngine._send_batches", "CrawlEngine.receive_urls", "SocketMesh.", "Channel."),
     ),
     ("fetch (aiohttp, sockets)", ("Fetcher.", "CrawlEngine._fetch_page", "CrawlEngine._fetch_robots")),
     ("frontier", ("Frontier.", "DiskQueue.")),

@@ -28,8 +28,11 @@ from crawlspace.crawl import journal
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState, Journals
 from crawlspace.crawl.housekeeping import CrawlStats, ProgressReporter
 from crawlspace.crawl.journal import ReplayReport, replay
-from crawlspace.crawl.workers import PageBudget, PartitionLink
-from crawlspace.distributed.splitter import Batch
+from crawlspace.distributed.assignment import Assignment, ModuloAssignment
+from crawlspace.distributed.budget import Budget, PageBudget
+from crawlspace.distributed.claims import Answer
+from crawlspace.distributed.protocols import Peers
+from crawlspace.distributed.router import PartitionRouter
 from crawlspace.dns import AddressGuard, DNSFailure, Resolver
 from crawlspace.dns.resolver import hostname_of_authority
 from crawlspace.fetch import Fetcher, FetchResult, Outcome
@@ -71,6 +74,27 @@ def header_values(result: FetchResult, name: str) -> list[str]:
     return [value for key, value in result.headers if key.lower() == lowered]
 
 
+class _RouterLines:
+    """The router's events as journal lines, in the engine's next journal write."""
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: CrawlEngine) -> None:
+        self._engine = engine
+
+    def sent(self, peer: int, number: int, entry: FrontierEntry, *, forward: bool) -> None:
+        self._engine._journal_lines.append(journal.sent(peer, number, entry.url, entry.depth, entry.hops, forward))
+
+    def acked(self, peer: int, number: int) -> None:
+        self._engine._journal_lines.append(journal.acked(peer, number))
+
+    def moved(self, host: str, owner: int) -> None:
+        self._engine._journal_lines.append(journal.moved(host, owner))
+
+    def pinned(self, host: str) -> None:
+        self._engine._journal_lines.append(journal.pinned(host))
+
+
 class CrawlEngine:
     def __init__(
         self,
@@ -83,12 +107,24 @@ class CrawlEngine:
         extensions: Extensions | None = None,
         prioritizer: Prioritizer | None = None,
         handle_signals: bool = True,
-        partition: PartitionLink | None = None,
-        budget: PageBudget | None = None,
+        peers: Peers | None = None,
+        assignment: Assignment | None = None,
+        budget: Budget | None = None,
+        shared_warc_dir: Path | None = None,
     ) -> None:
+        """`peers`: the other partitions, when this engine is one of several (crawl.workers); hosts are
+        theirs or ours by `assignment` (default: the modulo rule every crawl so far was made with).
+        `shared_warc_dir`: the WARC directory the partitions share (recovered before they start)."""
         self.config = config
-        self.partition = partition  # one of several processes of a crawl (crawl.workers), or None
-        self.budget = budget or PageBudget(config.max_pages)
+        self.peers = peers
+        self.router = (
+            None
+            if peers is None
+            else PartitionRouter(
+                peers.index, assignment or ModuloAssignment(peers.partitions), _RouterLines(self), per_ip=config.per_ip
+            )
+        )
+        self.budget: Budget = budget or PageBudget(config.max_pages)
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.stats = CrawlStats()
@@ -130,7 +166,7 @@ class CrawlEngine:
         seen_dir = self.out_dir / "seen"  # a new crawl starts with empty sets; a resumed one reopens them
         self.urlset: UrlSet[FrontierEntry] = UrlSet.open(
             seen_dir / "urls",
-            cache_bytes=config.seen_cache_bytes // (partition.count if partition else 1),  # the crawl's budget
+            cache_bytes=config.seen_cache_bytes // (peers.partitions if peers else 1),  # the crawl's budget
             buffer_urls=config.seen_buffer_urls,
             reset=not resume,
         )
@@ -167,8 +203,8 @@ class CrawlEngine:
             self.out_dir,
             StoreOptions.from_config(config),
             warcinfo={"http-header-user-agent": config.user_agent, "robots": "obey", "isPartOf": self.out_dir.name},
-            warc_dir=partition.warc_dir if partition else None,
-            recover=partition is None,  # the partitions share one WARC directory, recovered before they start
+            warc_dir=shared_warc_dir,
+            recover=shared_warc_dir is None,  # a shared WARC directory is recovered before the partitions start
         )
         self._live_progress = live_progress
         # Ctrl-C and SIGTERM stop the crawl gracefully; not when it runs inside an application's own loop
@@ -180,8 +216,6 @@ class CrawlEngine:
         self.journals = Journals(self.out_dir)
         self._journal_lines: list[str] = []
         self._done: set[int] = set()  # finished URLs the restored frontier may still hand out once
-        self._moved: dict[str, int] = {}  # hosts this partition handed to the owner of their IP address
-        self._pinned: set[str] = set()  # hosts another partition handed to this one
         self.disk_full: str | None = None
         self._journal_broken = False
         self._flush_scheduled = False
@@ -208,7 +242,7 @@ class CrawlEngine:
                 self.stats.invalid_seeds += 1
                 continue
             self.url_filter.add_seed(url)  # every partition knows every seed (scope)
-            if self.partition is None or self.partition.owner(host_of(url)) == self.partition.index:
+            if self.router is None or self.router.mine(url):
                 entries.append(FrontierEntry(url))
         before = self.stats.urls_discovered
         self._enqueue(entries)
@@ -246,6 +280,7 @@ class CrawlEngine:
         self.robots_log.sync()
         self.robots_log.maybe_compact()
         generation = self.journals.generation + 1
+        outbox, next_batch, moved, pinned = self.router.checkpointed() if self.router else ([], 1, {}, [])
         state = CrawlState(
             generation=generation,
             stats=self.stats.snapshot(),
@@ -256,13 +291,10 @@ class CrawlEngine:
             sitemaps=sorted(self._sitemaps),
             sitemap_files=dict(self._sitemap_files),
             robots_waiting=sorted(self._parked),
-            outbox=[
-                (batch.peer, batch.number, batch.forward, [(e.url, e.depth, e.hops) for e in batch.entries])
-                for batch in (self.partition.outbox.unacked.values() if self.partition else ())
-            ],
-            next_batch=self.partition.outbox.next_number if self.partition else 1,
-            moved=dict(self._moved),
-            pinned=sorted(self._pinned),
+            outbox=outbox,
+            next_batch=next_batch,
+            moved=moved,
+            pinned=pinned,
         )
         self.frontier.checkpoint(state.encode())
         self.journals.start(generation)
@@ -288,20 +320,11 @@ class CrawlEngine:
         self.journals.generation = max([state.generation - 1, *self.journals.generations()])
         report = ReplayReport()
         journals = self.journals.since(state.generation)
-        self._moved = dict(state.moved)
-        self._pinned = set(state.pinned)
-        unacked = {
-            (peer, number): Batch(
-                peer, number, [FrontierEntry(url, depth, hops) for url, depth, hops in entries], forward
-            )
-            for peer, number, forward, entries in state.outbox
-        }
-        self._replay(journals, report, unacked)
-        if self.partition is not None:
-            self.partition.outbox.restore(
-                [unacked[key] for key in sorted(unacked)],
-                max([state.next_batch, *(number + 1 for _, number in unacked)]),
-            )
+        if self.router is not None:
+            self.router.start_replay(state.outbox, state.next_batch, state.moved, state.pinned)
+        self._replay(journals, report)
+        if self.router is not None:
+            self.router.finish_replay()
         self.budget.set_used(self.stats.pages_fetched)
         self.recovery = {
             "generation": state.generation,
@@ -314,7 +337,7 @@ class CrawlEngine:
         }
         self.stats.sections["recovery"] = self.recovery
 
-    def _replay(self, paths: list[Path], report: ReplayReport, unacked: dict[tuple[int, int], Batch]) -> None:
+    def _replay(self, paths: list[Path], report: ReplayReport) -> None:
         pending: list[FrontierEntry] = []  # submitted after the last drain: not yet checked
         admitted: list[FrontierEntry] = []
         for path in paths:
@@ -337,15 +360,18 @@ class CrawlEngine:
                 elif event.kind == journal.DONE:
                     self._done.add(url_fingerprint(fields[0]))
                 elif event.kind == journal.SENT:
-                    peer, number = int(fields[0]), int(fields[1])
-                    batch = unacked.setdefault((peer, number), Batch(peer, number, [], fields[4] == "1"))
-                    batch.entries.append(FrontierEntry(fields[5], int(fields[2]), int(fields[3])))
+                    assert self.router is not None, "a journal of several partitions resumed as one"
+                    entry = FrontierEntry(fields[5], int(fields[2]), int(fields[3]))
+                    self.router.replay_sent(int(fields[0]), int(fields[1]), entry, forward=fields[4] == "1")
                 elif event.kind == journal.ACKED:
-                    unacked.pop((int(fields[0]), int(fields[1])), None)
+                    assert self.router is not None, "a journal of several partitions resumed as one"
+                    self.router.replay_acked(int(fields[0]), int(fields[1]))
                 elif event.kind == journal.MOVED:
-                    self._moved[fields[1]] = int(fields[0])
+                    assert self.router is not None, "a journal of several partitions resumed as one"
+                    self.router.replay_moved(fields[1], int(fields[0]))
                 elif event.kind == journal.PINNED:
-                    self._pinned.add(fields[0])
+                    assert self.router is not None, "a journal of several partitions resumed as one"
+                    self.router.replay_pinned(fields[0])
         if admitted:  # the URL set may know them already (it can be ahead of the checkpoint): make sure
             self.urlset.submit_many([url_fingerprint(entry.url) for entry in admitted], admitted)
             self.urlset.drain()
@@ -385,82 +411,52 @@ class CrawlEngine:
             self._journal_lines.append(journal.done(lease.entry.url))
             self._policy_done(lease.entry.url)
 
-    # -- partitions (crawl.workers) -----------------------------------------------------------
+    # -- partitions: the Inbox the transport delivers to (distributed.protocols) ---------------
 
-    def _route(self, entries: list[FrontierEntry]) -> list[FrontierEntry]:
-        """The host splitter: keep this partition's URLs, queue the others for their owners."""
-        link = self.partition
-        assert link is not None
-        mine: list[FrontierEntry] = []
-        full = False
-        pinned, moved = self._pinned, self._moved
-        for entry in entries:
-            host = host_of(entry.url)
-            owner = link.index if host in pinned else moved[host] if host in moved else link.owner(host)
-            if owner == link.index:
-                mine.append(entry)
-            else:
-                number, now_full = link.outbox.add(owner, entry)
-                self._journal_lines.append(journal.sent(owner, number, entry.url, entry.depth, entry.hops))
-                full |= now_full
-        if full:
-            self._send_batches()
-        return mine
+    async def connect(self) -> None:
+        """Start the transport to the other partitions; after a resume, every batch they never
+        acknowledged goes out again (they drop repeats)."""
+        assert self.peers is not None and self.router is not None
+        await self.peers.start(self)
+        self.peers.transmit(self.router.unacknowledged)
 
     def _send_batches(self) -> None:
         """Cut the open batches and send them once the journal holds their URLs (X lines, written as
         the URLs were queued): a batch is never sent unjournaled."""
-        link = self.partition
-        if link is None or not link.outbox.pending:
+        if self.router is None or self.peers is None:
             return
-        batches = link.outbox.cut()
-        if self._flush_journal():
-            link.transmit(batches)
+        batches = self.router.cut()
+        if batches and self._flush_journal():
+            self.peers.transmit(batches)
 
     def receive_urls(self, entries: list[FrontierEntry], *, forwarded: bool = False) -> bool:
-        """A batch from another partition for this one's hosts; True when it is journaled (then acked).
-        `forwarded`: hosts handed over for per-IP politeness; this partition keeps them from now on."""
-        assert self.partition is not None
-        self.partition.idle = False
+        assert self.peers is not None and self.router is not None
+        self.peers.idle = False
         if forwarded:
-            for host in {host_of(entry.url) for entry in entries} - self._pinned:
-                self._pinned.add(host)
-                self._journal_lines.append(journal.pinned(host))
+            self.router.pin(entries)
         self._submit(entries, route=False)  # the sender chose this partition
         journaled = self._flush_journal()
         self._changed.set()
         return journaled
 
-    def _owner_by_address(self, host: str, address: str | None) -> int | None:
-        """With per-IP politeness, hosts live with the partition owning their address: another
-        partition's index when this host should be handed over (once, for good), else None."""
-        link = self.partition
-        if link is None or not self.config.per_ip or host in self._pinned:
-            return None
-        owner = self._moved.get(host)
-        if owner is None and address:
-            owner = link.owner(address)
-            if owner != link.index:
-                self._moved[host] = owner
-                self._journal_lines.append(journal.moved(host, owner))
-        return None if owner is None or owner == link.index else owner
+    def batch_acknowledged(self, peer: int, number: int) -> None:
+        assert self.router is not None
+        if self.router.acknowledge(peer, number):
+            self._flush_journal()
+
+    def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer:
+        return self.content.claim_first(body_fingerprint, url, fetched_at)
+
+    def release_first(self, body_fingerprint: int, url: str) -> None:
+        self.content.release_first(body_fingerprint, url)
 
     def _hand_over(self, lease: Lease, owner: int) -> None:
         """Send a leased URL to the partition that now owns its host; no request was made."""
-        assert self.partition is not None
-
+        assert self.router is not None
         self.stats.handed_over += 1
-        entry = lease.entry
-        number, _ = self.partition.outbox.add(owner, entry, forward=True)
-        self._journal_lines.append(journal.sent(owner, number, entry.url, entry.depth, entry.hops, forward=True))
+        self.router.hand_over(lease.entry, owner)
         self._release(lease, 0.0, contacted=False)
         self._send_batches()
-
-    def batch_acknowledged(self, peer: int, number: int) -> None:
-        assert self.partition is not None
-        if self.partition.outbox.acknowledge(peer, number):
-            self._journal_lines.append(journal.acked(peer, number))
-            self._flush_journal()
 
     async def _send_periodically(self) -> None:
         while True:
@@ -497,13 +493,13 @@ class CrawlEngine:
             self._gauges,
             self.out_dir / "progress.jsonl",
             live=self._live_progress,
-            quiet=bool(self.partition),
+            quiet=self.peers is not None,
         )
         try:
             async with fetcher:
                 with reporter:
                     progress = asyncio.create_task(self._report_periodically(reporter))
-                    sender = asyncio.create_task(self._send_periodically()) if self.partition else None
+                    sender = asyncio.create_task(self._send_periodically()) if self.peers else None
                     try:
                         await self._dispatch(fetcher)
                     finally:
@@ -600,9 +596,9 @@ class CrawlEngine:
                     # nothing left that may be fetched: a crawl does not idle only to retry the
                     # robots.txt of unreachable hosts; their URLs stay queued (robots_waiting)
                     self.stats.robots_waiting = len(self.frontier)
-                    if self.partition is not None:  # idle: only the coordinator knows if the crawl is over
+                    if self.peers is not None and self.router is not None:  # idle: the cluster decides the end
                         self._send_batches()
-                        self.partition.idle = not self.partition.outbox.waiting
+                        self.peers.idle = not self.router.outbox.waiting
                         await self._idle_wait()
                         lease = self.frontier.acquire()
                         continue
@@ -619,8 +615,8 @@ class CrawlEngine:
             if lease is None:
                 slots.release()
                 break
-            if self.partition is not None:
-                self.partition.idle = False
+            if self.peers is not None:
+                self.peers.idle = False
             task = asyncio.create_task(self._process(fetcher, lease))
             self._tasks.add(task)
             task.add_done_callback(functools.partial(self._task_done, slots=slots))
@@ -761,7 +757,7 @@ class CrawlEngine:
             self._dns_failed(lease, exc)
             return
         self.frontier.set_host_address(lease.host, address)  # no-op unless it changed or was unknown
-        owner = self._owner_by_address(lease.host, address) if self.partition is not None else None
+        owner = self.router.owner_by_address(lease.host, address) if self.router is not None else None
         if owner is not None:
             self._hand_over(lease, owner)
             return
@@ -802,8 +798,8 @@ class CrawlEngine:
         attempts = self._attempts.pop(entry.url, 0) + 1
         decision = self.retry.decide(result, attempts)
         first = None
-        if self.partition is not None and entry.url not in self._sitemaps and self._content_checked(result):
-            first = await self.partition.claim_first(content_fingerprint(result.body), result.url, result.started)
+        if self.peers is not None and entry.url not in self._sitemaps and self._content_checked(result):
+            first = await self.peers.claim_first(content_fingerprint(result.body), result.url, result.started)
         try:
             if entry.url in self._sitemaps:
                 if not decision.retry:
@@ -964,7 +960,7 @@ class CrawlEngine:
         """Account, store and follow up one fetch; returns the parse of its body if it was parsed.
 
         `first`: in a crawl of several partitions, the URL that had this body first in the crawl and
-        its fetch time, as the partition owning the body's fingerprint answered (crawl.workers).
+        its fetch time, as the partition owning the body's fingerprint answered (distributed.claims).
 
         The body's fingerprint is that of the payload as received, which the WARC record stores, so
         that an exact duplicate's revisit record can say "identical payload" (seen.content). The
@@ -1012,8 +1008,8 @@ class CrawlEngine:
             else:
                 self.content.release_first(fingerprint, result.url)
         if first is not None and first[0] == result.url and not self.config.store_near_duplicates:
-            assert self.partition is not None
-            self.partition.settle(fingerprint, result.url, stored=stored)  # copies of it may wait for this
+            assert self.peers is not None
+            self.peers.settle(fingerprint, result.url, stored=stored)  # copies of it may wait for this
         if page is None:
             return None
         stats.links_extracted += len(page.links)
@@ -1100,8 +1096,10 @@ class CrawlEngine:
         self._submit(accepted)
 
     def _submit(self, entries: list[FrontierEntry], *, route: bool = True) -> None:
-        if self.partition is not None and route:
-            entries = self._route(entries)
+        if self.router is not None and route:
+            entries, full = self.router.route(entries)
+            if full:
+                self._send_batches()
         self._journal_lines.extend(journal.submitted(entry.url, entry.depth, entry.hops) for entry in entries)
         buffered = self.urlset.submit_many([url_fingerprint(entry.url) for entry in entries], entries)
         self.stats.duplicate_urls += len(entries) - buffered  # known to the URL set's cache

@@ -1,35 +1,25 @@
 """Several crawl processes on one machine (`--processes N`): the host splitter of IIR figure 20.2.
 
 The coordinator (the process the user started) starts N workers (forks of a clean fork server).
-Worker k runs a full engine over the hosts `owner_of(host, N) == k`, with its own frontier, URL
-set, content set, robots cache, journal and crawl-table shard under DIR/workers/k/; all write WARC
-files into the one DIR/warc/.
-They talk over socketpairs the coordinator makes and hands to each worker:
+Worker k runs a full engine over the hosts its `Assignment` gives partition k, with its own
+frontier, URL set, content set, robots cache, journal and crawl-table shard under
+DIR/workers/k/; all write WARC files into the one DIR/warc/. The workers reach each other and
+the coordinator through a `SocketMesh` (distributed.socketmesh: URL batches delivered at least
+once, the partitioned exact-duplicate oracle, probes); the engine sees only its `Peers` protocol.
 
-- worker -> worker: batches of URLs for the receiver's hosts (journaled by the sender as X lines,
-  acknowledged by the receiver once it journaled them as its own submissions, K lines: delivery is
-  at least once, repeats are dropped by the receiver's URL set); exact-duplicate questions about a
-  body fingerprint to the partition that owns `fp mod N` ("which URL had this body first?"), and
-  their answers. With `store_near_duplicates` off a first URL's page may turn out not to be stored
-  (a near-duplicate): its partition then says whether it was (`settle`), and the owner holds the
-  answers for the body's copies until it has, so that no revisit record refers to a page never written.
-- worker -> coordinator: progress reports and, when asked, termination probes: (round, idle,
-  batches sent, batches received). The crawl is over when two consecutive rounds find every worker
-  idle with equal totals (Mattern's four-counter method: a batch in transit shows as sent > received,
-  one received between the rounds changes the totals).
-- coordinator -> worker: probes, and stop.
-
-A page budget (`max_pages`) is one shared counter. Statistics are merged into DIR/stats.json at
-the end. Resuming restarts the same N workers, each from its own checkpoint and journal; their
-unacknowledged batches are sent again. Per-IP politeness holds within a partition: hosts on one
-address in different partitions each keep their own delay (see docs/architecture.md).
+The coordinator starts the workers (two-phase: none crawls unless all could open their state),
+relays Ctrl-C and SIGTERM as stop messages, merges their progress, and decides the end of the
+crawl with the four-counter test (distributed.termination) over rounds of probes. A page budget
+(`max_pages`) is one shared counter (distributed.budget). Statistics are merged into
+DIR/stats.json at the end. Resuming restarts the same N workers, each from its own checkpoint and
+journal; their unacknowledged batches are sent again. Per-IP politeness holds within a partition:
+hosts on one address are handed to the partition owning the address (see docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 import multiprocessing
 import multiprocessing.sharedctypes
@@ -42,23 +32,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 from multiprocessing.context import ForkContext, ForkServerContext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.checkpoint import STARTUP_ERRORS, report_recovery
 from crawlspace.crawl.housekeeping import CrawlStats
+from crawlspace.distributed.budget import PageBudget
 from crawlspace.distributed.channel import Channel, ChannelClosed
-from crawlspace.distributed.splitter import Batch, Outbox, owner_of
-from crawlspace.frontier.entry import FrontierEntry
+from crawlspace.distributed.socketmesh import SocketMesh
+from crawlspace.distributed.termination import ProbeAnswer, crawl_over, settled
 from crawlspace.store.pagestore import WARC_DIR
 from crawlspace.store.shards import WORKERS_DIR
 from crawlspace.store.warc import WarcWriter
 
-if TYPE_CHECKING:
-    from crawlspace.crawl.engine import CrawlEngine
-
-REPORT_INTERVAL = 0.5
-QUERY_TIMEOUT = 10.0
 PROBE_INTERVAL = 0.2
 
 
@@ -68,269 +54,6 @@ class WorkerStartupError(Exception):
 
 def worker_directory(crawl_dir: Path, index: int) -> Path:
     return crawl_dir / WORKERS_DIR / str(index)
-
-
-class PageBudget:
-    """The crawl's page limit, shared by its processes: a page fetch claims one unit first."""
-
-    def __init__(self, limit: int | None, shared: Any = None) -> None:
-        self.limit = limit
-        self._shared = shared  # a multiprocessing.Value('q') when several processes share the budget
-        self._local = 0
-
-    @property
-    def used(self) -> int:
-        return int(self._shared.value) if self._shared is not None else self._local
-
-    def exhausted(self) -> bool:
-        return self.limit is not None and self.used >= self.limit
-
-    def claim(self) -> bool:
-        if self.limit is None:
-            self._count(1)
-            return True
-        if self._shared is not None:
-            with self._shared.get_lock():
-                if self._shared.value >= self.limit:
-                    return False
-                self._shared.value += 1
-            return True
-        if self._local >= self.limit:
-            return False
-        self._local += 1
-        return True
-
-    def set_used(self, used: int) -> None:
-        """Continue the count of a resumed crawl (its pages fetched so far)."""
-        if self._shared is not None:
-            with self._shared.get_lock():
-                self._shared.value += used
-        else:
-            self._local = used
-
-    def _count(self, pages: int) -> None:
-        if self._shared is not None:
-            with self._shared.get_lock():
-                self._shared.value += pages
-        else:
-            self._local += pages
-
-
-@dataclass
-class PartitionLink:
-    """What a worker's engine uses to reach the other partitions and the coordinator."""
-
-    index: int
-    count: int
-    warc_dir: Path
-    peer_sockets: dict[int, socket.socket]
-    control_socket: socket.socket
-    outbox: Outbox = field(init=False)
-    sent: int = 0  # URL batches sent by this process, resends included (termination counting)
-    received: int = 0  # URL batches received and journaled
-    idle: bool = False
-    _peers: dict[int, Channel] = field(default_factory=dict)
-    _control: Channel | None = None
-    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    _queries: dict[int, tuple[int, asyncio.Future[tuple[str, float] | None]]] = field(default_factory=dict)
-    _unsettled: dict[int, list[tuple[int, int, str, float]]] = field(default_factory=dict)
-    """Fingerprints this partition owns whose first URL's page may not be stored, with the claims of
-    other URLs waiting for `settle` (sender, query number, URL, fetch time)."""
-    _gone: set[int] = field(default_factory=set)  # peers whose channel closed
-    _query_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _engine: CrawlEngine | None = None
-
-    def __post_init__(self) -> None:
-        self.outbox = Outbox(self.index, self.count)
-
-    # -- ownership ---------------------------------------------------------------------------
-
-    def owner(self, host: str) -> int:
-        return owner_of(host, self.count)
-
-    def content_owner(self, fingerprint: int) -> int:
-        return fingerprint % self.count
-
-    # -- lifecycle ---------------------------------------------------------------------------
-
-    async def ready(self, problem: str | None = None) -> bool:
-        """Tell the coordinator this partition could open its state (or why not); True when every
-        partition could and the crawl goes ahead: no partition crawls unless all of them can."""
-        self._control = await Channel.over(self.control_socket)
-        self._control.send(["fatal", self.index, problem] if problem else ["ready", self.index])
-        await self._control.drain()
-        while True:
-            try:
-                message = await self._control.receive()
-            except ChannelClosed:
-                return False
-            if message[0] in ("go", "stop"):
-                return bool(message[0] == "go")
-
-    async def start(self, engine: CrawlEngine) -> None:
-        self._engine = engine
-        for peer, sock in self.peer_sockets.items():
-            self._peers[peer] = await Channel.over(sock)
-            self._tasks.append(asyncio.create_task(self._listen_peer(peer)))
-        self._tasks.append(asyncio.create_task(self._listen_control()))
-        self._tasks.append(asyncio.create_task(self._report_periodically()))
-        self.resend()
-
-    async def close(self, termination: str = "") -> None:
-        """Say how the engine ended (a partition that stops by itself, e.g. on a failed journal, stops
-        the whole crawl: the others would wait for it forever), then close every channel."""
-        if self._control is not None and termination:
-            with contextlib.suppress(ChannelClosed):
-                self._control.send(["ended", self.index, termination])
-        for task in self._tasks:
-            task.cancel()
-        for channel in [*self._peers.values(), *([self._control] if self._control else [])]:
-            with contextlib.suppress(Exception):
-                await channel.drain()
-            channel.close()
-
-    # -- URL batches -------------------------------------------------------------------------
-
-    def transmit(self, batches: list[Batch]) -> None:
-        """Send batches the engine has journaled (as X lines)."""
-        self.sent += len(batches)
-        for batch in batches:
-            urls = [[entry.url, entry.depth, entry.hops] for entry in batch.entries]
-            self._send(batch.peer, ["fwd" if batch.forward else "urls", self.index, batch.number, urls])
-
-    def resend(self) -> None:
-        """After a resume: every batch not acknowledged before the crash goes out again."""
-        self.transmit(sorted(self.outbox.unacked.values(), key=lambda batch: batch.number))
-
-    def _send(self, peer: int, message: list[Any]) -> None:
-        with contextlib.suppress(ChannelClosed):  # the peer is gone: the coordinator ends the crawl
-            self._peers[peer].send(message)
-
-    # -- exact duplicates, partitioned by fingerprint -------------------------------------------
-
-    async def claim_first(self, fingerprint: int, url: str, fetched_at: float) -> tuple[str, float] | None:
-        """The URL that had this body first in the crawl and its fetch time (`url` and `fetched_at`
-        if it is the first), asked of the partition that owns the fingerprint. None when that
-        partition could not answer: then this partition's own content set decides (a duplicate
-        may be stored twice)."""
-        owner = self.content_owner(fingerprint)
-        if owner in self._gone:
-            return None
-        number = next(self._query_numbers)
-        if owner == self.index:
-            first = self._claim(self.index, number, fingerprint, url, fetched_at)
-            if first is not None:
-                return first
-        future: asyncio.Future[tuple[str, float] | None] = asyncio.get_running_loop().create_future()
-        self._queries[number] = (owner, future)
-        if owner != self.index:
-            self._send(owner, ["cq", self.index, number, fingerprint, url, fetched_at])
-        try:
-            return await asyncio.wait_for(future, timeout=QUERY_TIMEOUT)
-        except TimeoutError:
-            return None
-        finally:
-            self._queries.pop(number, None)
-
-    def settle(self, fingerprint: int, url: str, *, stored: bool) -> None:
-        """`url`, which `claim_first` named the first with this body, is recorded: its page `stored`,
-        or not (a near-duplicate the crawl does not keep; then the next URL with the body becomes
-        the first). Called for every such URL while `store_near_duplicates` is off, when copies wait."""
-        owner = self.content_owner(fingerprint)
-        if owner == self.index:
-            self._settled(fingerprint, url, stored)
-        else:
-            self._send(owner, ["cs", fingerprint, url, stored])
-
-    def _claim(
-        self, sender: int, number: int, fingerprint: int, url: str, fetched_at: float
-    ) -> tuple[str, float] | None:
-        """Answer a claim on a fingerprint this partition owns, or None when it must wait for `settle`."""
-        assert self._engine is not None
-        waiting = self._unsettled.get(fingerprint)
-        if waiting is not None:
-            waiting.append((sender, number, url, fetched_at))
-            return None
-        first = self._engine.content.claim_first(fingerprint, url, fetched_at)
-        if first[0] == url and not self._engine.config.store_near_duplicates:
-            self._unsettled[fingerprint] = []
-        return first
-
-    def _settled(self, fingerprint: int, url: str, stored: bool) -> None:
-        assert self._engine is not None
-        if not stored:
-            self._engine.content.release_first(fingerprint, url)
-        for sender, number, other, fetched_at in self._unsettled.pop(fingerprint, []):
-            first = self._claim(sender, number, fingerprint, other, fetched_at)
-            if first is not None:
-                self._answer(sender, number, first)
-
-    def _answer(self, sender: int, number: int, first: tuple[str, float]) -> None:
-        if sender != self.index:
-            self._send(sender, ["ca", number, [first[0], first[1]]])
-            return
-        query = self._queries.get(number)
-        if query is not None and not query[1].done():
-            query[1].set_result(first)
-
-    # -- listening ---------------------------------------------------------------------------
-
-    async def _listen_peer(self, peer: int) -> None:
-        channel = self._peers[peer]
-        engine = self._engine
-        assert engine is not None
-        while True:
-            try:
-                message = await channel.receive()
-            except ChannelClosed:
-                self._gone.add(peer)
-                for owner, future in list(self._queries.values()):
-                    if owner == peer and not future.done():
-                        future.set_result(None)
-                return
-            kind = message[0]
-            if kind in ("urls", "fwd"):
-                _, sender, number, raw = message
-                entries = [FrontierEntry(url, int(depth), int(hops)) for url, depth, hops in raw]
-                if engine.receive_urls(entries, forwarded=kind == "fwd"):  # journaled: acknowledge it
-                    self.received += 1
-                    self._send(sender, ["ack", self.index, number])
-            elif kind == "ack":
-                _, sender, number = message
-                engine.batch_acknowledged(int(sender), int(number))
-            elif kind == "cq":
-                _, sender, number, fingerprint, url, fetched_at = message
-                first = self._claim(int(sender), int(number), int(fingerprint), str(url), float(fetched_at))
-                if first is not None:
-                    self._answer(int(sender), int(number), first)
-            elif kind == "cs":
-                _, fingerprint, url, stored = message
-                self._settled(int(fingerprint), str(url), bool(stored))
-            elif kind == "ca":
-                _, number, first = message
-                query = self._queries.get(int(number))
-                if query is not None and not query[1].done():
-                    query[1].set_result((str(first[0]), float(first[1])))
-
-    async def _listen_control(self) -> None:
-        assert self._control is not None and self._engine is not None
-        while True:
-            try:
-                message = await self._control.receive()
-            except ChannelClosed:
-                self._engine.stop("coordinator-gone")
-                return
-            if message[0] == "probe":
-                self._control.send(["probe", message[1], self.idle, self.sent, self.received])
-            elif message[0] == "stop":
-                self._engine.stop(str(message[1]))
-
-    async def _report_periodically(self) -> None:
-        assert self._control is not None and self._engine is not None
-        while True:
-            await asyncio.sleep(REPORT_INTERVAL)
-            with contextlib.suppress(ChannelClosed):
-                self._control.send(["report", self.index, self._engine.report()])
 
 
 # -- the processes ------------------------------------------------------------------------------
@@ -364,7 +87,13 @@ def _worker_main(spec: WorkerSpec) -> None:
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
     async def run() -> None:
-        link = PartitionLink(spec.index, spec.count, spec.crawl_dir / WARC_DIR, spec.peer_sockets, spec.control_socket)
+        mesh = SocketMesh(
+            spec.index,
+            spec.count,
+            spec.peer_sockets,
+            spec.control_socket,
+            hold_until_settled=not spec.config.store_near_duplicates,
+        )
         budget = PageBudget(spec.config.max_pages, spec.pages)
         directory = worker_directory(spec.crawl_dir, spec.index)
         try:
@@ -374,25 +103,26 @@ def _worker_main(spec: WorkerSpec) -> None:
                 live_progress=False,
                 resume=spec.resume,
                 unstarted_seeds=spec.unstarted_seeds,
-                partition=link,
+                peers=mesh,
+                shared_warc_dir=spec.crawl_dir / WARC_DIR,
                 budget=budget,
                 handle_signals=False,
             )
         except STARTUP_ERRORS as exc:  # told to the coordinator, which ends the crawl with this message
-            await link.ready(str(exc))
+            await mesh.ready(str(exc))
             raise SystemExit(2) from None
-        if not await link.ready():  # another partition could not start: this one closes untouched
+        if not await mesh.ready():  # another partition could not start: this one closes untouched
             engine.close_unstarted()
             return
         if spec.resume:
             report_recovery(directory, engine.recovery)
-        await link.start(engine)
+        await engine.connect()
         if spec.seeds:
             engine.add_seeds(spec.seeds)
         try:
             await engine.run()
         finally:
-            await link.close(engine.stats.termination)
+            await mesh.close(engine.stats.termination)
 
     asyncio.run(run())
 
@@ -519,7 +249,7 @@ class ParallelCrawl:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._interrupt)
-        probes: dict[int, dict[int, list[Any]]] = {}
+        probes: dict[int, dict[int, ProbeAnswer]] = {}
         listeners = [asyncio.create_task(self._listen(k, channel, probes)) for k, channel in enumerate(channels)]
         while len(self._ready) + len(self.fatal) < len(channels) and any(p.is_alive() for p in workers):
             await asyncio.sleep(0.02)
@@ -527,7 +257,7 @@ class ParallelCrawl:
         if self.fatal:
             self._stop_reason = self.termination = "worker-failed"
         progress = _Progress(self.crawl_dir, self.live, self.reports)
-        previous: dict[int, list[Any]] | None = None
+        previous: dict[int, ProbeAnswer] | None = None
         round_number = 0
         try:
             while any(process.is_alive() for process in workers):
@@ -544,12 +274,9 @@ class ParallelCrawl:
                 progress.maybe_report()
                 answers = probes.pop(round_number, {})
                 if self._stop_reason is None and len(answers) == len(channels):
-                    settled = all(answer[0] for answer in answers.values()) and sum(
-                        a[1] for a in answers.values()
-                    ) == sum(a[2] for a in answers.values())
-                    if settled and previous == answers:
+                    if crawl_over(previous, answers, len(channels)):
                         self._stop_all("frontier-empty")
-                    previous = answers if settled else None
+                    previous = answers if settled(answers) else None
                 for old in [number for number in probes if number < round_number]:
                     del probes[old]
         finally:
@@ -560,7 +287,7 @@ class ParallelCrawl:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
 
-    async def _listen(self, index: int, channel: Channel, probes: dict[int, dict[int, list[Any]]]) -> None:
+    async def _listen(self, index: int, channel: Channel, probes: dict[int, dict[int, ProbeAnswer]]) -> None:
         while True:
             try:
                 message = await channel.receive()
@@ -568,7 +295,7 @@ class ParallelCrawl:
                 return
             if message[0] == "probe":
                 _, number, idle, sent, received = message
-                probes.setdefault(int(number), {})[index] = [bool(idle), int(sent), int(received)]
+                probes.setdefault(int(number), {})[index] = ProbeAnswer(bool(idle), int(sent), int(received))
             elif message[0] == "report":
                 self.reports[int(message[1])] = message[2]
             elif message[0] == "fatal":

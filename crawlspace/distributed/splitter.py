@@ -1,22 +1,13 @@
-"""The host splitter: which partition owns a host, and the batches of URLs waiting for other owners."""
+"""The host splitter's batches: URLs waiting for other owners (who owns what: distributed.assignment)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import xxhash
-
 from crawlspace.frontier.entry import FrontierEntry
 
 BATCH_URLS = 512
-
-
-def owner_of(host: str, partitions: int) -> int:
-    """The partition that fetches `host` (host[:port] as in normalized URLs): a stable hash mod N."""
-    if partitions == 1:
-        return 0
-    return int(xxhash.xxh3_64_intdigest(host.encode("utf-8", "surrogatepass")) % partitions)
 
 
 @dataclass(slots=True)

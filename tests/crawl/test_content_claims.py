@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from crawlspace.config import CrawlConfig
-from crawlspace.crawl.workers import PartitionLink
 from crawlspace.distributed.channel import Channel
+from crawlspace.distributed.socketmesh import SocketMesh
 from crawlspace.seen import ContentSeen
 
 FINGERPRINT = 2**40  # even: partition 0 of 2 owns it
@@ -21,11 +20,22 @@ A, C, D, E = (f"http://site{index}.test/page" for index in range(4))
 
 
 class QuietEngine:
-    """What a link asks of its engine here: the content set, the configuration, a report."""
+    """An Inbox (distributed.protocols) with a content set and nothing else: no URLs flow here."""
 
-    def __init__(self, directory: Path, store_near: bool) -> None:
+    def __init__(self, directory: Path) -> None:
         self.content = ContentSeen(directory)
-        self.config = CrawlConfig(store_near_duplicates=store_near)
+
+    def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> tuple[str, float]:
+        return self.content.claim_first(body_fingerprint, url, fetched_at)
+
+    def release_first(self, body_fingerprint: int, url: str) -> None:
+        self.content.release_first(body_fingerprint, url)
+
+    def receive_urls(self, entries: list[Any], *, forwarded: bool = False) -> bool:
+        raise AssertionError("no URLs in this test")
+
+    def batch_acknowledged(self, peer: int, number: int) -> None:
+        raise AssertionError("no URLs in this test")
 
     def report(self) -> dict[str, Any]:
         return {}
@@ -34,17 +44,19 @@ class QuietEngine:
         raise AssertionError(f"stopped: {reason}")
 
 
-async def linked(tmp_path: Path, store_near: bool) -> tuple[list[PartitionLink], list[Channel]]:
-    """Two started links, peers of each other; the coordinator's ends of their control channels."""
+async def linked(tmp_path: Path, store_near: bool) -> tuple[list[SocketMesh], list[Channel]]:
+    """Two started meshes, peers of each other; the coordinator's ends of their control channels."""
     ends = socket.socketpair()
     controls = [socket.socketpair() for _ in range(2)]
-    links = [PartitionLink(k, 2, tmp_path / "warc", {1 - k: ends[k]}, controls[k][0]) for k in range(2)]
+    links = [
+        SocketMesh(k, 2, {1 - k: ends[k]}, controls[k][0], hold_until_settled=not store_near) for k in range(2)
+    ]
     coordinator = [await Channel.over(theirs) for _, theirs in controls]
     for channel in coordinator:
         channel.send(["go"])
     for index, link in enumerate(links):
         assert await link.ready()
-        await link.start(QuietEngine(tmp_path / str(index), store_near))  # type: ignore[arg-type]
+        await link.start(QuietEngine(tmp_path / str(index)))
     return links, coordinator
 
 

@@ -1,0 +1,222 @@
+"""Peers over socketpairs: the partitions of a crawl on one machine (`--processes`), one channel per pair.
+
+The coordinator (crawl.workers) makes a socketpair for every pair of partitions and one to each
+partition for itself, and hands them to the worker processes. Messages (distributed.channel frames):
+
+- partition -> partition: `urls`/`fwd` batches (forwarded: hosts handed over for per-IP
+  politeness), `ack` once the receiver journaled one; `cq` content questions to the fingerprint's
+  owner, `ca` answers, `cs` a first URL settled (distributed.claims).
+- partition -> coordinator: `ready`/`fatal` at start (no partition crawls unless all could open
+  their state), `report` every REPORT_INTERVAL, `probe` answers (idle, sent, received) for the
+  termination test, `ended` when its engine stopped by itself.
+- coordinator -> partition: `go`/`stop` at start, `probe`, `stop`.
+
+A peer whose channel closed is gone: questions to it are answered None at once (the engine then
+decides locally), batches to it are dropped (the coordinator, seeing the process gone, ends the
+crawl; a resume sends them again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import socket
+from typing import Any
+
+from crawlspace.distributed.assignment import content_owner
+from crawlspace.distributed.channel import Channel, ChannelClosed
+from crawlspace.distributed.claims import Answer, ContentClaims
+from crawlspace.distributed.protocols import Inbox
+from crawlspace.distributed.splitter import Batch
+from crawlspace.frontier.entry import FrontierEntry
+
+REPORT_INTERVAL = 0.5
+QUERY_TIMEOUT = 10.0
+
+
+class SocketMesh:
+    """One partition's end of the mesh: implements distributed.protocols.Peers."""
+
+    def __init__(
+        self,
+        index: int,
+        partitions: int,
+        peer_sockets: dict[int, socket.socket],
+        control_socket: socket.socket,
+        *,
+        hold_until_settled: bool = False,
+    ) -> None:
+        self.index = index
+        self.partitions = partitions
+        self.sent = 0  # URL batches sent by this process, resends included (termination counting)
+        self.received = 0  # URL batches received and journaled
+        self.idle = False
+        self._peer_sockets = peer_sockets
+        self._control_socket = control_socket
+        self._hold = hold_until_settled
+        self._peers: dict[int, Channel] = {}
+        self._control: Channel | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._queries: dict[int, tuple[int, asyncio.Future[Answer | None]]] = {}
+        self._gone: set[int] = set()  # peers whose channel closed
+        self._numbers = itertools.count(1)
+        self._inbox: Inbox | None = None
+        self._claims: ContentClaims | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"SocketMesh({self.index} of {self.partitions}, sent {self.sent}, received {self.received}, "
+            f"{len(self._queries)} questions open, gone {sorted(self._gone)})"
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def ready(self, problem: str | None = None) -> bool:
+        """Tell the coordinator this partition could open its state (or why not); True when every
+        partition could and the crawl goes ahead: no partition crawls unless all of them can."""
+        self._control = await Channel.over(self._control_socket)
+        self._control.send(["fatal", self.index, problem] if problem else ["ready", self.index])
+        await self._control.drain()
+        while True:
+            try:
+                message = await self._control.receive()
+            except ChannelClosed:
+                return False
+            if message[0] in ("go", "stop"):
+                return bool(message[0] == "go")
+
+    async def start(self, inbox: Inbox) -> None:
+        self._inbox = inbox
+        self._claims = ContentClaims(inbox, hold_until_settled=self._hold)
+        for peer, sock in self._peer_sockets.items():
+            self._peers[peer] = await Channel.over(sock)
+            self._tasks.append(asyncio.create_task(self._listen_peer(peer)))
+        if self._control is not None:
+            self._tasks.append(asyncio.create_task(self._listen_control()))
+            self._tasks.append(asyncio.create_task(self._report_periodically()))
+
+    async def close(self, termination: str = "") -> None:
+        if self._control is not None and termination:
+            with contextlib.suppress(ChannelClosed):
+                self._control.send(["ended", self.index, termination])
+        for task in self._tasks:
+            task.cancel()
+        for channel in [*self._peers.values(), *([self._control] if self._control else [])]:
+            with contextlib.suppress(Exception):
+                await channel.drain()
+            channel.close()
+
+    # -- URL batches -------------------------------------------------------------------------
+
+    def transmit(self, batches: list[Batch]) -> None:
+        self.sent += len(batches)
+        for batch in batches:
+            urls = [[entry.url, entry.depth, entry.hops] for entry in batch.entries]
+            self._send(batch.peer, ["fwd" if batch.forward else "urls", self.index, batch.number, urls])
+
+    def _send(self, peer: int, message: list[Any]) -> None:
+        with contextlib.suppress(ChannelClosed):  # the peer is gone: the coordinator ends the crawl
+            self._peers[peer].send(message)
+
+    # -- exact duplicates, partitioned by fingerprint -------------------------------------------
+
+    async def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer | None:
+        assert self._claims is not None, "claim_first before start"
+        owner = content_owner(body_fingerprint, self.partitions)
+        if owner in self._gone:
+            return None
+        number = next(self._numbers)
+        if owner == self.index:
+            first = self._claims.claim(self.index, number, body_fingerprint, url, fetched_at)
+            if first is not None:
+                return first
+        future: asyncio.Future[Answer | None] = asyncio.get_running_loop().create_future()
+        self._queries[number] = (owner, future)
+        if owner != self.index:
+            self._send(owner, ["cq", self.index, number, body_fingerprint, url, fetched_at])
+        try:
+            return await asyncio.wait_for(future, timeout=QUERY_TIMEOUT)
+        except TimeoutError:
+            return None
+        finally:
+            self._queries.pop(number, None)
+
+    def settle(self, body_fingerprint: int, url: str, *, stored: bool) -> None:
+        owner = content_owner(body_fingerprint, self.partitions)
+        if owner == self.index:
+            self._settled(body_fingerprint, url, stored)
+        else:
+            self._send(owner, ["cs", body_fingerprint, url, stored])
+
+    def _settled(self, fingerprint: int, url: str, stored: bool) -> None:
+        assert self._claims is not None
+        for asker, number, first in self._claims.settle(fingerprint, url, stored=stored):
+            self._answer(asker, number, first)
+
+    def _answer(self, asker: int, number: int, first: Answer) -> None:
+        if asker != self.index:
+            self._send(asker, ["ca", number, [first[0], first[1]]])
+            return
+        query = self._queries.get(number)
+        if query is not None and not query[1].done():
+            query[1].set_result(first)
+
+    # -- listening ---------------------------------------------------------------------------
+
+    async def _listen_peer(self, peer: int) -> None:
+        channel = self._peers[peer]
+        inbox, claims = self._inbox, self._claims
+        assert inbox is not None and claims is not None
+        while True:
+            try:
+                message = await channel.receive()
+            except ChannelClosed:
+                self._gone.add(peer)
+                for owner, future in list(self._queries.values()):
+                    if owner == peer and not future.done():
+                        future.set_result(None)
+                return
+            kind = message[0]
+            if kind in ("urls", "fwd"):
+                _, sender, number, raw = message
+                entries = [FrontierEntry(url, int(depth), int(hops)) for url, depth, hops in raw]
+                if inbox.receive_urls(entries, forwarded=kind == "fwd"):  # journaled: acknowledge it
+                    self.received += 1
+                    self._send(sender, ["ack", self.index, number])
+            elif kind == "ack":
+                _, sender, number = message
+                inbox.batch_acknowledged(int(sender), int(number))
+            elif kind == "cq":
+                _, sender, number, fingerprint, url, fetched_at = message
+                first = claims.claim(int(sender), int(number), int(fingerprint), str(url), float(fetched_at))
+                if first is not None:
+                    self._answer(int(sender), int(number), first)
+            elif kind == "cs":
+                _, fingerprint, url, stored = message
+                self._settled(int(fingerprint), str(url), bool(stored))
+            elif kind == "ca":
+                _, number, first = message
+                query = self._queries.get(int(number))
+                if query is not None and not query[1].done():
+                    query[1].set_result((str(first[0]), float(first[1])))
+
+    async def _listen_control(self) -> None:
+        assert self._control is not None and self._inbox is not None
+        while True:
+            try:
+                message = await self._control.receive()
+            except ChannelClosed:
+                self._inbox.stop("coordinator-gone")
+                return
+            if message[0] == "probe":
+                self._control.send(["probe", message[1], self.idle, self.sent, self.received])
+            elif message[0] == "stop":
+                self._inbox.stop(str(message[1]))
+
+    async def _report_periodically(self) -> None:
+        assert self._control is not None and self._inbox is not None
+        while True:
+            await asyncio.sleep(REPORT_INTERVAL)
+            with contextlib.suppress(ChannelClosed):
+                self._control.send(["report", self.index, self._inbox.report()])
