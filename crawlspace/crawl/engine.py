@@ -1,12 +1,18 @@
-"""The engine: one asyncio loop driving the crawl loop of DESIGN.md §2.
+"""The engine: one asyncio loop driving the crawl loop of DESIGN.md §2, dispatch and leases only.
 
 A dispatcher takes leases from the frontier while fetch slots are free and starts one task per
 lease. The task checks robots.txt from the per-origin cache (fetching it through the same lease
-when missing, so that the robots request is subject to the host's politeness too), fetches,
-stores, parses and sends the links through normalization, the filter chain, the URL-seen test
-and the per-host admission guards back into the frontier. Redirect targets take the same path
-as links (Mercator), and so do canonical URLs, meta refresh targets and the URLs of sitemaps;
-the sitemap files named in robots.txt go to the frontier as themselves (robots-checked, polite).
+when missing, so that the robots request is subject to the host's politeness too), resolves the
+host, fetches, and hands the result to the stages:
+
+- `FetchRecorder` (recorder.py): store writes, content verdict, and the links a page leads to;
+- `LinkPipeline` (links.py): normalize, filter, policy, host splitter, URL-seen test, admission,
+  frontier; redirect targets, canonical URLs and sitemap URLs take the same path as links (Mercator);
+- `Ledger` (ledger.py): the journal every stage writes to, checkpoints and replay;
+- `Peers` and `PartitionRouter` (distributed/): the other partitions of the crawl, if any; the
+  engine is their `Inbox`.
+
+Every component is built from the configuration in assembly.py.
 """
 
 from __future__ import annotations
@@ -24,33 +30,28 @@ from pathlib import Path
 from typing import Any
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl import journal
-from crawlspace.crawl.checkpoint import CheckpointError, CrawlState, Journals
+from crawlspace.crawl import assembly
+from crawlspace.crawl.checkpoint import CheckpointError, CrawlState
 from crawlspace.crawl.housekeeping import CrawlStats, ProgressReporter
-from crawlspace.crawl.journal import ReplayReport, replay
+from crawlspace.crawl.ledger import JOURNAL_BROKEN, Ledger
+from crawlspace.crawl.links import LinkPipeline, Links
+from crawlspace.crawl.recorder import FetchRecorder, Recorded
 from crawlspace.distributed.assignment import Assignment, ModuloAssignment
 from crawlspace.distributed.budget import Budget, PageBudget
 from crawlspace.distributed.claims import Answer
 from crawlspace.distributed.protocols import Peers
 from crawlspace.distributed.router import PartitionRouter
-from crawlspace.dns import AddressGuard, DNSFailure, Resolver
+from crawlspace.dns import DNSFailure
 from crawlspace.dns.resolver import hostname_of_authority
 from crawlspace.fetch import Fetcher, FetchResult, Outcome
-from crawlspace.fetch.retry import RetryPolicy
-from crawlspace.frontier import Frontier, FrontierEntry, Lease, Politeness, Prioritizer
+from crawlspace.frontier import FrontierEntry, Lease, Prioritizer
 from crawlspace.hooks.protocols import Page, ProtocolHandler
 from crawlspace.hooks.runtime import Extensions
-from crawlspace.parse import ParsedPage, parse_html
-from crawlspace.parse.sitemap import SitemapKind, parse_sitemap
-from crawlspace.policies import Outlink, PageContent, as_policy, make_policy
-from crawlspace.robots import RobotsCache, RobotsRules
+from crawlspace.parse import ParsedPage
+from crawlspace.robots import RobotsRules
 from crawlspace.robots.cache import MAX_REDIRECT_HOPS
-from crawlspace.robots.persist import RobotsLog
 from crawlspace.robots.rules import MAX_ROBOTS_BYTES
-from crawlspace.seen import ContentKind, ContentSeen, UrlSet
-from crawlspace.store import PageStore, StoreOptions
-from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of, url_fingerprint
-from crawlspace.urls.filter import Reason, filter_from_config
+from crawlspace.urls import InvalidURL, join, normalize, origin_of, url_fingerprint
 from crawlspace.urls.fingerprint import content_fingerprint
 
 
@@ -64,35 +65,6 @@ _ABRUPT = frozenset(
     {"interrupted", "disk-full", "journal-failed", "checkpoint-failed", "stopped", "worker-failed", "coordinator-gone"}
 )
 """Terminations after which in-flight fetches get `shutdown_grace` seconds, then are abandoned."""
-
-_JOURNAL_BROKEN = "the journal could not be written: the last checkpoint and journal stand"
-
-
-def header_values(result: FetchResult, name: str) -> list[str]:
-    """Every value of a response header that may repeat (X-Robots-Tag, Link)."""
-    lowered = name.lower()
-    return [value for key, value in result.headers if key.lower() == lowered]
-
-
-class _RouterLines:
-    """The router's events as journal lines, in the engine's next journal write."""
-
-    __slots__ = ("_engine",)
-
-    def __init__(self, engine: CrawlEngine) -> None:
-        self._engine = engine
-
-    def sent(self, peer: int, number: int, entry: FrontierEntry, *, forward: bool) -> None:
-        self._engine._journal_lines.append(journal.sent(peer, number, entry.url, entry.depth, entry.hops, forward))
-
-    def acked(self, peer: int, number: int) -> None:
-        self._engine._journal_lines.append(journal.acked(peer, number))
-
-    def moved(self, host: str, owner: int) -> None:
-        self._engine._journal_lines.append(journal.moved(host, owner))
-
-    def pinned(self, host: str) -> None:
-        self._engine._journal_lines.append(journal.pinned(host))
 
 
 class CrawlEngine:
@@ -114,117 +86,86 @@ class CrawlEngine:
     ) -> None:
         """`peers`: the other partitions, when this engine is one of several (crawl.workers); hosts are
         theirs or ours by `assignment` (default: the modulo rule every crawl so far was made with).
-        `shared_warc_dir`: the WARC directory the partitions share (recovered before they start)."""
+        `budget`: the page budget, shared by the partitions. `shared_warc_dir`: the WARC directory
+        the partitions share (recovered before they start). `unstarted_seeds`: a resumed crawl's
+        seeds, used if it was killed before its first checkpoint."""
         self.config = config
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
         self.peers = peers
+        self.budget: Budget = budget or PageBudget(config.max_pages)
+        self.resuming = resume
+        # the user's filters, processors, sinks and protocol handlers (crawlspace.hooks)
+        self.extensions = extensions or Extensions()
+        self._not_http = tuple(scheme + ":" for scheme in sorted(self.extensions.other_schemes))
+        parts = assembly.assemble(
+            config,
+            self.out_dir,
+            resume=resume,
+            extensions=self.extensions,
+            prioritizer=prioritizer,
+            on_host_activated=self._host_activated,
+            partitions=peers.partitions if peers else 1,
+            shared_warc_dir=shared_warc_dir,
+        )
+        self.politeness, self.policy, self.frontier = parts.politeness, parts.policy, parts.frontier
+        self.robots, self.robots_log = parts.robots, parts.robots_log
+        self.urlset, self.content, self.store = parts.urlset, parts.content, parts.store
+        self.resolver, self.guard, self.retry = parts.resolver, parts.guard, parts.retry
+        self.url_filter = parts.url_filter
+        self._changed = asyncio.Event()
+        self.ledger = Ledger(self.out_dir, (self.robots_log.flush, self.store.commit_unsynced), self._ledger_failed)
+        restart = resume and unstarted_seeds is not None and self._never_checkpointed()
+        state = self._saved_state() if resume and not restart else None
+        self.stats = CrawlStats.resumed(state.stats) if state is not None else CrawlStats()
         self.router = (
             None
             if peers is None
             else PartitionRouter(
-                peers.index, assignment or ModuloAssignment(peers.partitions), _RouterLines(self), per_ip=config.per_ip
+                peers.index, assignment or ModuloAssignment(peers.partitions), self.ledger, per_ip=config.per_ip
             )
         )
-        self.budget: Budget = budget or PageBudget(config.max_pages)
-        self.out_dir = Path(out_dir)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.stats = CrawlStats()
-        self.politeness = Politeness(
-            min_delay=config.min_delay,
-            delay_factor=config.delay_factor,
-            max_delay=config.max_delay,
-            max_conn_per_host=config.max_conn_per_host,
-            per_ip=config.per_ip,
-            max_conn_per_ip=config.max_conn_per_ip,
-            error_delay=config.error_delay,
-            park_after_errors=config.park_after_errors,
-            park_seconds=config.park_seconds,
-            give_up_after_parks=config.give_up_after_parks,
+        self.links = LinkPipeline(
+            normalizer=parts.normalizer,
+            url_filter=self.url_filter,
+            extensions=self.extensions,
+            policy=self.policy,
+            urlset=self.urlset,
+            frontier=self.frontier,
+            router=self.router,
+            ledger=self.ledger,
+            stats=self.stats,
+            sitemap_max_files=config.sitemap_max_files,
+            wake=self._changed.set,
+            send_batches=self._send_batches,
         )
-        self._back_queues = config.back_queues or 3 * config.concurrency
-        self.resolver = Resolver.from_config(config)
-        self._lookups: set[asyncio.Task[None]] = set()
-        self.resuming = resume
-        # the crawl order (config.policy unless a prioritizer is given): fed page events if it is a policy
-        self.policy = as_policy(prioritizer) if prioritizer is not None else make_policy(config)
-        self._policy_pages = self.policy.observes_pages
-        self._policy_reported = ""  # the last URL whose page the policy saw through _enqueue
-        self.frontier = Frontier.open(
-            self.out_dir / "frontier",
-            self.politeness,
-            fresh=not resume,
-            back_queues=self._back_queues,
-            prioritizer=self.policy.prioritizer,
-            front_window=config.frontier_front_window,
-            back_window=config.frontier_back_window,
-            on_activate=self._host_activated,
-        )
-        self.robots = RobotsCache(ttl=config.robots_ttl, retry_delay=config.robots_retry_delay)
-        robots_dir = self.out_dir / "robots"
-        if not resume:
-            (robots_dir / "robots.log").unlink(missing_ok=True)
-        self.robots_log = RobotsLog(robots_dir, ttl=config.robots_ttl)
-        seen_dir = self.out_dir / "seen"  # a new crawl starts with empty sets; a resumed one reopens them
-        self.urlset: UrlSet[FrontierEntry] = UrlSet.open(
-            seen_dir / "urls",
-            cache_bytes=config.seen_cache_bytes // (peers.partitions if peers else 1),  # the crawl's budget
-            buffer_urls=config.seen_buffer_urls,
-            reset=not resume,
-        )
-        self.content = ContentSeen(
-            seen_dir / "content", near_threshold=config.near_duplicate_threshold, reset=not resume
+        self.recorder = FetchRecorder(
+            config,
+            store=self.store,
+            content=self.content,
+            normalizer=parts.normalizer,
+            ledger=self.ledger,
+            stats=self.stats,
+            policy_reads_pages=self.policy.observes_pages,
         )
         self._low_water = 2 * config.concurrency  # below this many queued URLs the URL buffer is drained
-        self._sitemaps_submitted: set[str] = set()  # sitemap URLs waiting in the URL buffer
-        # the user's filters, processors, sinks and protocol handlers (crawlspace.hooks); the schemes of
-        # the handlers are crawlable: normalized, let through the scheme filter and followed
-        self.extensions = extensions or Extensions()
-        self._crawlable = ("http://", "https://", *(scheme + ":" for scheme in sorted(self.extensions.schemes)))
-        self._not_http = tuple(scheme + ":" for scheme in sorted(self.extensions.other_schemes))
-        self.normalizer = Normalizer(
-            strip_session_ids=config.strip_session_ids,
-            strip_tracking=config.strip_tracking_params,
-            strip_params=config.strip_params,
-            sort_query=config.sort_query,
-            extra_schemes=self.extensions.schemes,
-        )
-        self.url_filter = filter_from_config(config)
-        self.url_filter.schemes |= self.extensions.schemes
-        self._sitemaps: set[str] = set()  # sitemap URLs in the frontier, fetched as sitemaps
+        self._lookups: set[asyncio.Task[None]] = set()
         self._robots_fetched_for: dict[str, str] = {}  # origin -> URL whose lease fetched its robots.txt
         self._parked: set[str] = set()  # hosts whose URLs wait for the retry of an unreachable robots.txt
-        self._sitemap_files: Counter[str] = Counter()  # sitemap files queued per origin
-        self.guard = AddressGuard.from_config(config)
-        self.retry = RetryPolicy(
-            max_retries=config.max_retries, initial_delay=config.retry_delay, statuses=frozenset(config.retry_statuses)
-        )
         self._attempts: dict[str, int] = {}  # URL -> failed attempts, while a retry is pending
-        self._parsed_types = frozenset(config.parse_content_types) | {""}  # no Content-Type: sniffed as HTML
-        self.store = PageStore(
-            self.out_dir,
-            StoreOptions.from_config(config),
-            warcinfo={"http-header-user-agent": config.user_agent, "robots": "obey", "isPartOf": self.out_dir.name},
-            warc_dir=shared_warc_dir,
-            recover=shared_warc_dir is None,  # a shared WARC directory is recovered before the partitions start
-        )
+        self._done: set[int] = set()  # finished URLs the restored frontier may still hand out once
         self._live_progress = live_progress
         # Ctrl-C and SIGTERM stop the crawl gracefully; not when it runs inside an application's own loop
         self._signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
-        self._changed = asyncio.Event()
         self._stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._started = time.monotonic()
-        self.journals = Journals(self.out_dir)
-        self._journal_lines: list[str] = []
-        self._done: set[int] = set()  # finished URLs the restored frontier may still hand out once
         self.disk_full: str | None = None
-        self._journal_broken = False
-        self._flush_scheduled = False
         self.recovery: dict[str, Any] = {}
-        restart = resume and unstarted_seeds is not None and self._never_checkpointed()
-        if resume and not restart:
-            self._resume()
+        if state is not None:
+            self._resume(state)
         else:
-            self.journals.reset()
+            self.ledger.reset()
         self.extensions.attach(self.stats.errors)  # the resumed crawl's counters, when resuming
         self.checkpoint()  # the base every later crash resumes from
         if restart:  # killed before its first checkpoint: nothing was fetched, start it again
@@ -234,21 +175,9 @@ class CrawlEngine:
     # -- public ------------------------------------------------------------------------------
 
     def add_seeds(self, seeds: Iterable[str]) -> int:
-        entries: list[FrontierEntry] = []
-        for seed in seeds:
-            try:
-                url = self.normalizer(seed)
-            except InvalidURL:
-                self.stats.invalid_seeds += 1
-                continue
-            self.url_filter.add_seed(url)  # every partition knows every seed (scope)
-            if self.router is None or self.router.mine(url):
-                entries.append(FrontierEntry(url))
-        before = self.stats.urls_discovered
-        self._enqueue(entries)
-        self._drain_urls()
-        self._flush_journal()
-        return self.stats.urls_discovered - before
+        added = self.links.add_seeds(seeds)
+        self.ledger.flush()
+        return added
 
     def stop(self, reason: str = "stopped") -> None:
         """Stop taking new URLs; in-flight fetches finish."""
@@ -264,65 +193,64 @@ class CrawlEngine:
             os._exit(130)
         self.stop("interrupted")
 
-    # -- checkpoints (see checkpoint.py) ------------------------------------------------------
+    # -- checkpoints (see checkpoint.py and ledger.py) ------------------------------------------
 
     def checkpoint(self) -> None:
         """Make the whole crawl state durable; the frontier's atomic checkpoint is the commit point."""
-        if self._journal_broken:
-            raise CheckpointError(_JOURNAL_BROKEN)
+        if self.ledger.broken:
+            raise CheckpointError(JOURNAL_BROKEN)
         self._send_batches()  # URLs for other partitions leave as journaled batches, kept until acknowledged
-        self._drain_urls()  # the URL set checkpoints with an empty buffer
-        if not self._flush_journal():  # what the checkpoint covers is in the old journal, if any
-            raise CheckpointError(_JOURNAL_BROKEN)
-        self.urlset.checkpoint()
-        self.content.checkpoint()
-        self.store.flush()
-        self.robots_log.sync()
+        self.links.drain()  # the URL set checkpoints with an empty buffer
+        self.ledger.checkpoint(
+            (self.urlset.checkpoint, self.content.checkpoint, self.store.flush, self.robots_log.sync, self._compact),
+            self._crawl_state,
+            self.frontier.checkpoint,
+        )
+
+    def _compact(self) -> None:
         self.robots_log.maybe_compact()
-        generation = self.journals.generation + 1
+
+    def _crawl_state(self, generation: int) -> CrawlState:
         outbox, next_batch, moved, pinned = self.router.checkpointed() if self.router else ([], 1, {}, [])
-        state = CrawlState(
+        return CrawlState(
             generation=generation,
             stats=self.stats.snapshot(),
             done=sorted(self._done),
             filter_hosts=self.url_filter.host_counts(),
             seeds=self.url_filter.seeds,
             attempts=dict(self._attempts),
-            sitemaps=sorted(self._sitemaps),
-            sitemap_files=dict(self._sitemap_files),
+            sitemaps=sorted(self.links.sitemaps),
+            sitemap_files=dict(self.links.sitemap_files),
             robots_waiting=sorted(self._parked),
             outbox=outbox,
             next_batch=next_batch,
             moved=moved,
             pinned=pinned,
         )
-        self.frontier.checkpoint(state.encode())
-        self.journals.start(generation)
 
     def _never_checkpointed(self) -> bool:
         """No checkpoint and no journal: the crawl was killed while it opened its state, before its
         first checkpoint (the one its constructor writes, before any URL is fetched)."""
-        return not self.frontier.extra and not self.journals.generations()
+        return not self.frontier.extra and self.ledger.never_written()
 
-    def _resume(self) -> None:
-        """Continue from the last checkpoint: restore the engine's state, replay the journals since."""
+    def _saved_state(self) -> CrawlState:
         if not self.frontier.extra:
             raise CheckpointError(f"{self.out_dir} has no checkpoint to resume (was a crawl started there?)")
-        state = CrawlState.decode(self.frontier.extra, str(self.out_dir / "frontier"))
-        self.stats = CrawlStats.resumed(state.stats)
+        return CrawlState.decode(self.frontier.extra, str(self.out_dir / "frontier"))
+
+    def _resume(self, state: CrawlState) -> None:
+        """Continue from the last checkpoint: restore the engine's state, replay the journals since."""
         self.url_filter.restore(state.seeds, state.filter_hosts)
         self._done = set(state.done)
         self._attempts = dict(state.attempts)
-        self._sitemaps = set(state.sitemaps)
-        self._sitemap_files = Counter(state.sitemap_files)
+        self.links.sitemaps = set(state.sitemaps)
+        self.links.sitemap_files = Counter(state.sitemap_files)
         self._parked = set(state.robots_waiting)
         restored_robots = self.robots_log.restore(self.robots, time.monotonic())
-        self.journals.generation = max([state.generation - 1, *self.journals.generations()])
-        report = ReplayReport()
-        journals = self.journals.since(state.generation)
         if self.router is not None:
             self.router.start_replay(state.outbox, state.next_batch, state.moved, state.pinned)
-        self._replay(journals, report)
+        journals, report = self.ledger.replay(state.generation, self)
+        self.links.finish_replay()
         if self.router is not None:
             self.router.finish_replay()
         self.budget.set_used(self.stats.pages_fetched)
@@ -337,79 +265,55 @@ class CrawlEngine:
         }
         self.stats.sections["recovery"] = self.recovery
 
-    def _replay(self, paths: list[Path], report: ReplayReport) -> None:
-        pending: list[FrontierEntry] = []  # submitted after the last drain: not yet checked
-        admitted: list[FrontierEntry] = []
-        for path in paths:
-            for event in replay(path, report):
-                fields = event.fields
-                if event.kind == journal.SUBMITTED:
-                    pending.append(FrontierEntry(fields[2], int(fields[0]), int(fields[1])))
-                elif event.kind == journal.DRAINED:
-                    pending.clear()
-                elif event.kind == journal.ADMITTED:
-                    entry = FrontierEntry(fields[3], int(fields[0]), int(fields[1]))
-                    if fields[2] == "1":
-                        self._sitemaps.add(entry.url)
-                    else:
-                        self.url_filter.admission(entry, host_of(entry.url))
-                    self.frontier.add(entry)
-                    admitted.append(entry)
-                elif event.kind == journal.FETCHED:
-                    self.stats.count_fetch(int(fields[0]), fields[1], int(fields[2]))
-                elif event.kind == journal.DONE:
-                    self._done.add(url_fingerprint(fields[0]))
-                elif event.kind == journal.SENT:
-                    assert self.router is not None, "a journal of several partitions resumed as one"
-                    entry = FrontierEntry(fields[5], int(fields[2]), int(fields[3]))
-                    self.router.replay_sent(int(fields[0]), int(fields[1]), entry, forward=fields[4] == "1")
-                elif event.kind == journal.ACKED:
-                    assert self.router is not None, "a journal of several partitions resumed as one"
-                    self.router.replay_acked(int(fields[0]), int(fields[1]))
-                elif event.kind == journal.MOVED:
-                    assert self.router is not None, "a journal of several partitions resumed as one"
-                    self.router.replay_moved(fields[1], int(fields[0]))
-                elif event.kind == journal.PINNED:
-                    assert self.router is not None, "a journal of several partitions resumed as one"
-                    self.router.replay_pinned(fields[0])
-        if admitted:  # the URL set may know them already (it can be ahead of the checkpoint): make sure
-            self.urlset.submit_many([url_fingerprint(entry.url) for entry in admitted], admitted)
-            self.urlset.drain()
-        if pending:
-            self._submit(pending)
+    # the journal's events, back to their stages (crawl.ledger.ReplayTarget)
 
-    def _flush_journal(self) -> bool:
-        """Write the buffered journal lines; False when the journal could not be written.
+    def replay_submitted(self, entry: FrontierEntry) -> None:
+        self.links.replay_submitted(entry)
 
-        What those lines record is then lost to a resume (as in a crash) and the crawl stops: a full
-        disk as "disk-full", any other I/O error as "journal-failed". From then on no store may commit
-        a checkpoint: a URL set ahead of the journal would hide the URLs found since.
-        """
-        lines, self._journal_lines = self._journal_lines, []
-        if self._journal_broken:
-            return False
-        try:
-            self.robots_log.flush()  # the robots.txt the pages of these lines were fetched under
-            if not lines or self.journals.current is None:
-                return True
-            self.store.commit_unsynced()  # the rows of the pages this batch finishes go first
-            self.journals.current.record(lines)
-        except OSError as exc:
-            self._journal_broken = True
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                self._disk_full(exc)
-            else:
-                self.stats.errors["journal-write-failed"] += 1
-                self.stop("journal-failed")
-            return False
-        return True
+    def replay_drained(self) -> None:
+        self.links.replay_drained()
+
+    def replay_admitted(self, entry: FrontierEntry, *, sitemap: bool) -> None:
+        self.links.replay_admitted(entry, sitemap=sitemap)
+
+    def replay_fetched(self, status: int, outcome: str, size: int) -> None:
+        self.stats.count_fetch(status, outcome, size)
+
+    def replay_done(self, url: str) -> None:
+        self._done.add(url_fingerprint(url))
+
+    def replay_sent(self, peer: int, number: int, entry: FrontierEntry, *, forward: bool) -> None:
+        self._router().replay_sent(peer, number, entry, forward=forward)
+
+    def replay_acked(self, peer: int, number: int) -> None:
+        self._router().replay_acked(peer, number)
+
+    def replay_moved(self, host: str, owner: int) -> None:
+        self._router().replay_moved(host, owner)
+
+    def replay_pinned(self, host: str) -> None:
+        self._router().replay_pinned(host)
+
+    def _router(self) -> PartitionRouter:
+        if self.router is None:
+            raise CheckpointError(f"{self.out_dir}: a journal of one of several partitions, resumed as a whole crawl")
+        return self.router
+
+    def _ledger_failed(self, exc: OSError) -> None:
+        """The journal could not be written: what its lines recorded is lost to a resume (as in a
+        crash) and the crawl stops, as "disk-full" or, for any other I/O error, "journal-failed"."""
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            self._disk_full(exc)
+        else:
+            self.stats.errors["journal-write-failed"] += 1
+            self.stop("journal-failed")
 
     def _release(self, lease: Lease, duration: float, *, put_back: FrontierEntry | None = None, **options: Any) -> None:
         """End a lease; a lease that does not put its URL back finishes the URL (journaled)."""
         self.frontier.release(lease, duration, put_back=put_back, **options)
         if put_back is None:
-            self._journal_lines.append(journal.done(lease.entry.url))
-            self._policy_done(lease.entry.url)
+            self.ledger.done(lease.entry.url)
+            self.links.url_finished(lease.entry.url)
 
     # -- partitions: the Inbox the transport delivers to (distributed.protocols) ---------------
 
@@ -426,7 +330,7 @@ class CrawlEngine:
         if self.router is None or self.peers is None:
             return
         batches = self.router.cut()
-        if batches and self._flush_journal():
+        if batches and self.ledger.flush():
             self.peers.transmit(batches)
 
     def receive_urls(self, entries: list[FrontierEntry], *, forwarded: bool = False) -> bool:
@@ -434,15 +338,15 @@ class CrawlEngine:
         self.peers.idle = False
         if forwarded:
             self.router.pin(entries)
-        self._submit(entries, route=False)  # the sender chose this partition
-        journaled = self._flush_journal()
+        self.links.submit(entries, route=False)  # the sender chose this partition
+        journaled = self.ledger.flush()
         self._changed.set()
         return journaled
 
     def batch_acknowledged(self, peer: int, number: int) -> None:
         assert self.router is not None
         if self.router.acknowledge(peer, number):
-            self._flush_journal()
+            self.ledger.flush()
 
     def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer:
         return self.content.claim_first(body_fingerprint, url, fetched_at)
@@ -475,11 +379,6 @@ class CrawlEngine:
             **{key: value for key, value in self._gauges().items() if isinstance(value, int)},
         }
 
-    def _count_fetch(self, result: FetchResult) -> None:
-        size = len(result.body)
-        self.stats.count_fetch(result.status, str(result.outcome), size)
-        self._journal_lines.append(journal.fetched(result.url, result.status, str(result.outcome), size))
-
     async def run(self) -> CrawlStats:
         loop = asyncio.get_running_loop()
         for host in self.frontier.hosts_awaiting_address():  # activated before the loop ran
@@ -487,7 +386,7 @@ class CrawlEngine:
         for sig in self._signals:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal)
-        fetcher = Fetcher.from_config(self.config, self.resolver, self.guard)
+        fetcher = assembly.fetcher(self.config, self.resolver, self.guard)
         reporter = ProgressReporter(
             self.stats,
             self._gauges,
@@ -552,7 +451,7 @@ class CrawlEngine:
             self.content.close,
             self.store.close,
             self.robots_log.close,
-            self.journals.close,
+            self.ledger.close,
             functools.partial(self.frontier.close, checkpoint=committed),
         ):
             if self.disk_full:
@@ -580,12 +479,12 @@ class CrawlEngine:
                 break
             await slots.acquire()
             await self.extensions.room()  # processors keep up, or no new fetch starts
-            if self.urlset.pending and len(self.frontier) < self._low_water:
-                self._drain_urls()
+            if self.links.pending and len(self.frontier) < self._low_water:
+                self.links.drain()
             lease = self.frontier.acquire()
             while lease is None and not self._stopping:
-                if self.urlset.pending:  # nothing is ready: the buffered URLs may be
-                    self._drain_urls()
+                if self.links.pending:  # nothing is ready: the buffered URLs may be
+                    self.links.drain()
                     lease = self.frontier.acquire()
                     continue
                 if (
@@ -714,19 +613,7 @@ class CrawlEngine:
                 raise
             self._disk_full(exc)
         finally:
-            self._flush_journal_soon()
-
-    def _flush_journal_soon(self) -> None:
-        """Journal (and commit the table rows of) the pages that end in this turn of the event loop
-        together, at its end: one write for all of them. A kill before it loses what a kill during
-        their fetches would: those pages are fetched again."""
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._deferred_flush)
-
-    def _deferred_flush(self) -> None:
-        self._flush_scheduled = False
-        self._flush_journal()
+            self.ledger.flush_soon()
 
     def _finished_before_crash(self, lease: Lease) -> bool:
         """A URL fetched after the checkpoint a resume started from comes out of the frontier once
@@ -787,7 +674,7 @@ class CrawlEngine:
             else:
                 self.stats.robots_excluded += 1
                 self.stats.outcomes[Outcome.ROBOTS_EXCLUDED] += 1
-            self._sitemaps.discard(entry.url)
+            self.links.sitemaps.discard(entry.url)
             self._release(lease, 0.0, contacted=False)
             return
         if not self.budget.claim():  # the crawl's page budget is spent (by this or another partition)
@@ -798,17 +685,19 @@ class CrawlEngine:
         attempts = self._attempts.pop(entry.url, 0) + 1
         decision = self.retry.decide(result, attempts)
         first = None
-        if self.peers is not None and entry.url not in self._sitemaps and self._content_checked(result):
+        sitemap = self.links.is_sitemap(entry.url)
+        if self.peers is not None and not sitemap and self.recorder.content_checked(result):
             first = await self.peers.claim_first(content_fingerprint(result.body), result.url, result.started)
         try:
-            if entry.url in self._sitemaps:
+            if sitemap:
                 if not decision.retry:
-                    self._sitemaps.discard(entry.url)
-                self._record_sitemap(result, entry)
+                    self.links.sitemaps.discard(entry.url)
+                self._follow_up(self.recorder.record_sitemap(result, entry), entry)
             else:
-                page = self._record(result, entry, first=first)
+                recorded = self.recorder.record(result, entry, first=first)
+                self._follow_up(recorded, entry)
                 if not decision.retry:
-                    self._page_done(result, entry, page)
+                    self._page_done(result, entry, recorded.page)
             if decision.retry:  # back into the frontier, behind a longer rest of its host: no worker waits
                 self._attempts[entry.url] = attempts
                 self.stats.retries += 1
@@ -894,275 +783,31 @@ class CrawlEngine:
             entry = self.robots.peek(origin)
             if entry is not None and not entry.unreachable:  # parsed or unavailable: kept across a restart
                 self.robots_log.record(origin, status, body if 200 <= status < 300 else b"")
-                self._flush_journal_soon()
+                self.ledger.flush_soon()
             if 200 <= status < 300 and self.config.sitemaps and rules.sitemaps:
-                self._add_sitemaps(rules.sitemaps, url, depth)
+                self.links.add_sitemaps(rules.sitemaps, url, depth)
             return rules
         return self._robots_unavailable(origin, status, time.monotonic())  # more than 5 redirects
 
     def _robots_unavailable(self, origin: str, status: int, now: float) -> RobotsRules:
         """A redirect that leads nowhere or too far: no restrictions (RFC 9309 §2.3.1.2), kept like a 4xx."""
         self.robots_log.record(origin, status, b"")
-        self._flush_journal_soon()
+        self.ledger.flush_soon()
         return self.robots.store_unavailable(origin, now)
 
-    def _add_sitemaps(self, hrefs: Iterable[str], base: str, depth: int) -> None:
-        """Queue sitemap files: in the frontier (polite, robots-checked), not through the URL filter
-        (the site owner named them), but through the URL-seen test; at most sitemap_max_files per origin."""
-        entries: list[FrontierEntry] = []
-        for href in hrefs:
-            try:
-                url = normalize(join(base, href))
-            except InvalidURL:
-                self.stats.filtered["sitemap-invalid-url"] += 1
-                continue
-            origin = origin_of(url)
-            if self._sitemap_files[origin] >= self.config.sitemap_max_files:
-                self.stats.filtered["sitemap-limit"] += 1
-                continue
-            self._sitemap_files[origin] += 1
-            entries.append(FrontierEntry(url, depth))
-            self._sitemaps_submitted.add(url)
-        self._submit(entries)
+    def _follow_up(self, recorded: Recorded, entry: FrontierEntry) -> None:
+        """Hand on what recording a fetch decided: scope, sitemap files, links, the peers' settlement."""
+        if recorded.widen_scope is not None:
+            self.links.widen_scope(entry.url, recorded.widen_scope)
+        if recorded.sitemap_files:
+            base = recorded.links.base if recorded.links else entry.url
+            self.links.add_sitemaps(recorded.sitemap_files, base, entry.depth)
+        if recorded.links is not None:
+            self.links.follow(recorded.links)
+        if recorded.settle is not None and self.peers is not None:
+            self.peers.settle(recorded.settle[0], entry.url, stored=recorded.settle[1])
 
-    def _record_sitemap(self, result: FetchResult, entry: FrontierEntry) -> None:
-        """Account and store a sitemap fetch, queue what it lists."""
-        stats = self.stats
-        self._count_fetch(result)
-        if not result.status:
-            return
-        self.store.record(result, depth=entry.depth)
-        if result.outcome is Outcome.REDIRECT:
-            self._add_sitemaps([result.header("location") or ""], result.url, entry.depth)
-            return
-        if result.outcome is not Outcome.OK:
-            return
-        sitemap = parse_sitemap(
-            result.content(self.config.max_body_bytes),
-            max_bytes=self.config.sitemap_max_bytes,
-            max_urls=self.config.sitemap_max_urls,
-        )
-        stats.sitemaps_fetched += 1
-        if sitemap.kind is SitemapKind.INDEX:
-            self._add_sitemaps(sitemap.urls, result.url, entry.depth)
-            return
-        stats.sitemap_urls += len(sitemap.urls)
-        self._follow([(url, entry.depth + 1, 0) for url in sitemap.urls], result.url, resolve=True)
-
-    def _content_checked(self, result: FetchResult) -> bool:
-        """Will `_record` test this response's body against the content set? Every 2xx body, of any
-        type, complete or cut at the size limit (the near-duplicate test is for parsed types only)."""
-        return result.outcome is Outcome.OK or (result.outcome is Outcome.TOO_LARGE and 200 <= result.status < 300)
-
-    def _record(
-        self, result: FetchResult, entry: FrontierEntry, *, first: tuple[str, float] | None = None
-    ) -> ParsedPage | None:
-        """Account, store and follow up one fetch; returns the parse of its body if it was parsed.
-
-        `first`: in a crawl of several partitions, the URL that had this body first in the crawl and
-        its fetch time, as the partition owning the body's fingerprint answered (distributed.claims).
-
-        The body's fingerprint is that of the payload as received, which the WARC record stores, so
-        that an exact duplicate's revisit record can say "identical payload" (seen.content). The
-        original an exact duplicate refers to is always a stored response: a near-duplicate that is
-        not stored (`store_near_duplicates` off) gives up being its body's first URL, and its exact
-        copies are then tested as it was, as near-duplicates (not stored either, counted as such)."""
-        stats = self.stats
-        self._count_fetch(result)
-        if not result.status:
-            self.store.record(result, depth=entry.depth)
-            return None
-        if result.outcome is Outcome.REDIRECT:
-            self.store.record(result, depth=entry.depth)
-            location = result.header("location")
-            if location:
-                if entry.depth == 0:  # a seed's redirect widens the scope to its target (http -> https, www.)
-                    with contextlib.suppress(InvalidURL):
-                        self.url_filter.add_seed(self.normalizer(join(result.url, location)))
-                self._follow([(location, entry.depth, entry.hops + 1)], result.url, source=entry.url)
-            return None
-        if not self._content_checked(result):
-            self.store.record(result, depth=entry.depth)
-            return None
-        fingerprint = content_fingerprint(result.body)
-        verdict = self.content.check(result.url, fingerprint, result.started, first=first)
-        of_url, of_time = verdict.of_url, verdict.of_time
-        if verdict.kind is ContentKind.EXACT:  # seen at another URL: a revisit record, links not extracted
-            assert of_url is not None and of_time is not None
-            stats.duplicate_content += 1
-            self.store.record_duplicate(result, of_url, of_time, fingerprint=fingerprint, depth=entry.depth)
-            return None
-        page = self._parse(result, result.content(self.config.max_body_bytes)) if self._parseable(result) else None
-        stored = True
-        if verdict.kind is ContentKind.UNCHANGED:  # this URL's own last body: a revisit, links followed
-            assert of_time is not None
-            self.store.record_duplicate(result, result.url, of_time, fingerprint=fingerprint, depth=entry.depth)
-        else:
-            if page is not None:
-                verdict = self.content.check_near(result.url, page.raw_text)  # words only: no need to collapse
-                if verdict.kind is ContentKind.NEAR:  # the relation is kept in DIR/seen/content
-                    stats.near_duplicate_content += 1
-                    stored = self.config.store_near_duplicates
-            if stored:
-                self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
-            else:
-                self.content.release_first(fingerprint, result.url)
-        if first is not None and first[0] == result.url and not self.config.store_near_duplicates:
-            assert self.peers is not None
-            self.peers.settle(fingerprint, result.url, stored=stored)  # copies of it may wait for this
-        if page is None:
-            return None
-        stats.links_extracted += len(page.links)
-        stats.links_dropped += page.dropped_links
-        follow_all = self.config.follow_nofollow
-        kept = [link for link in page.links if follow_all or not link.nofollow]
-        followed = [(link.url, entry.depth + 1, 0) for link in kept]
-        anchors = [link.anchor_text for link in kept]
-        stats.nofollow_links += len(page.links) - len(followed)
-        if page.meta_noindex:
-            stats.noindex_pages += 1
-        if page.canonical is not None and (follow_all or not page.meta_nofollow):
-            try:
-                canonical = self.normalizer.serialized(page.canonical)
-            except InvalidURL:
-                canonical = result.url
-            if canonical != result.url:
-                # crawled like a link (the URL-seen test drops it if known); the page itself is
-                # kept: the indexer prefers the canonical when both are stored
-                stats.canonical_elsewhere += 1
-                followed.append((canonical, entry.depth + 1, 0))
-                anchors.append("")
-        if self.config.follow_links:  # else only the processors' Follows lead on from a page
-            content = PageContent(page.title, page.text) if self._policy_pages else None
-            self._follow(followed, result.url, source=entry.url, anchors=anchors, content=content)
-        return page
-
-    def _follow(
-        self,
-        links: list[tuple[str, int, int]],
-        base: str,
-        *,
-        resolve: bool = False,
-        source: str | None = None,
-        anchors: list[str] | None = None,
-        content: PageContent | None = None,
-    ) -> None:
-        """Normalize links (resolving redirect Locations, and all hrefs when `resolve`) and enqueue them.
-        With `source`, the fetched URL they come from: the policy sees them as its out-links."""
-        entries: list[FrontierEntry] = []
-        kept_anchors: list[str] = []
-        normalizer = self.normalizer
-        for index, (href, depth, hops) in enumerate(links):
-            try:
-                absolute = join(base, href) if hops or resolve else href  # parse_html's links are joined
-            except InvalidURL:
-                self.stats.filtered[Reason.INVALID_URL] += 1
-                continue
-            if not absolute.startswith(self._crawlable):
-                self.stats.filtered[Reason.SCHEME] += 1
-                continue
-            entries.append(FrontierEntry(normalizer.serialized(absolute), depth, hops))
-            if anchors is not None:
-                kept_anchors.append(anchors[index])
-        self._enqueue(entries, source=source, anchors=kept_anchors if anchors is not None else None, content=content)
-
-    def _enqueue(
-        self,
-        entries: list[FrontierEntry],
-        *,
-        source: str | None = None,
-        anchors: list[str] | None = None,
-        content: PageContent | None = None,
-    ) -> None:
-        """Entries the URL filter accepts go to the URL set's buffer; new ones reach the frontier at a drain.
-        With `source`, the ordering policy sees them first as the page's out-links."""
-        accepted: list[FrontierEntry] = []
-        outlinks: list[Outlink] = []
-        observe = source is not None and self._policy_pages
-        for index, entry in enumerate(entries):
-            reason = self._rejection(entry)
-            if reason is not None:
-                self.stats.filtered[reason] += 1
-                continue
-            accepted.append(entry)
-            if observe:
-                outlinks.append(Outlink(entry.url, anchors[index] if anchors is not None else ""))
-        if observe and source is not None:
-            # before the URL-seen test: links to known URLs are in-links too; the new URLs get
-            # their first level when a drain adds them, from what the policy gathered meanwhile
-            self.policy.page_done(source, outlinks, content)
-            self._policy_reported = source
-            self._requeue()
-        self._submit(accepted)
-
-    def _submit(self, entries: list[FrontierEntry], *, route: bool = True) -> None:
-        if self.router is not None and route:
-            entries, full = self.router.route(entries)
-            if full:
-                self._send_batches()
-        self._journal_lines.extend(journal.submitted(entry.url, entry.depth, entry.hops) for entry in entries)
-        buffered = self.urlset.submit_many([url_fingerprint(entry.url) for entry in entries], entries)
-        self.stats.duplicate_urls += len(entries) - buffered  # known to the URL set's cache
-        if self.urlset.full:
-            self._drain_urls()
-
-    def _drain_urls(self) -> int:
-        """Check the buffered URLs in one batch; the new ones go to the frontier in arrival order."""
-        pending = self.urlset.pending
-        if not pending:
-            return 0
-        new = self.urlset.drain()
-        lines = self._journal_lines
-        lines.append(journal.drained())
-        sitemaps, self._sitemaps_submitted = self._sitemaps_submitted, set()
-        added = 0
-        for entry in new:
-            if entry.url in sitemaps:  # named by the site owner: not through the admission filter
-                self._sitemaps.add(entry.url)
-                self.frontier.add(entry)
-                lines.append(journal.admitted(entry.url, entry.depth, entry.hops, sitemap=True))
-                continue
-            reason = self.url_filter.admission(entry, host_of(entry.url))
-            if reason is not None:
-                self.stats.filtered[reason] += 1
-                continue
-            self.frontier.add(entry)  # its host's address is looked up when it gets a back queue
-            lines.append(journal.admitted(entry.url, entry.depth, entry.hops))
-            added += 1
-        if self._policy_pages:  # every URL submitted so far is placed or known: the policy forgets its notes
-            self.policy.settled()
-            self._requeue()
-        self.stats.urls_discovered += added
-        self.stats.duplicate_urls += pending - len(new)
-        self._flush_journal()
-        if new:
-            self._changed.set()
-        return added
-
-    # -- extension points (crawlspace.hooks) --------------------------------------------------
-
-    def _rejection(self, entry: FrontierEntry) -> str | None:
-        """The built-in filter chain's reason to keep `entry` out, else the user filters'."""
-        return self.url_filter.rejection(entry) or self.extensions.rejection(entry)
-
-    def _parseable(self, result: FetchResult) -> bool:
-        """A response whose body is parsed for links and text: a 2xx of a parsed type, also when
-        truncated at the size limit (stored marked as such and still parsed, as Heritrix does)."""
-        complete_or_cut = result.outcome is Outcome.OK or (
-            result.outcome is Outcome.TOO_LARGE and 200 <= result.status < 300
-        )
-        return complete_or_cut and result.content_type in self._parsed_types
-
-    def _parse(self, result: FetchResult, body: bytes) -> ParsedPage:
-        return parse_html(
-            body,
-            result.url,
-            result.header("content-type"),
-            header_values(result, "x-robots-tag"),
-            agent=self.config.robots_agent,
-            link_headers=header_values(result, "link"),
-            max_links=self.config.max_links_per_page,
-        )
+    # -- extension points (crawlspace.hooks) ---------------------------------------------------
 
     async def _fetch_page(self, fetcher: Fetcher, url: str) -> FetchResult:
         """The built-in HTTP fetch, or the handler registered for the URL's scheme."""
@@ -1181,7 +826,9 @@ class CrawlEngine:
             return
         result = await self.extensions.fetch(handler, entry.url)
         try:
-            self._page_done(result, entry, self._record(result, entry))
+            recorded = self.recorder.record(result, entry)
+            self._follow_up(recorded, entry)
+            self._page_done(result, entry, recorded.page)
         finally:
             self._release(lease, result.duration, contacted=bool(handler.polite))
 
@@ -1195,8 +842,8 @@ class CrawlEngine:
         if not self.extensions.processes_pages or not result.status:
             return
         body = result.content(self.config.max_body_bytes)
-        if parsed is None and self._parseable(result):
-            parsed = self._parse(result, body)
+        if parsed is None and self.recorder.parseable(result):
+            parsed = self.recorder.parse(result, body)
         page = Page(
             url=result.url,
             status=result.status,
@@ -1216,7 +863,7 @@ class CrawlEngine:
 
     def _follow_emitted(self, page: Page, hrefs: list[str]) -> None:
         """URLs a processor emitted: resolved against the page, then the path of its links."""
-        self._follow([(href, page.depth + 1, 0) for href in hrefs], page.url, resolve=True)
+        self.links.follow(Links([(href, page.depth + 1, 0) for href in hrefs], page.url, resolve=True))
 
     async def _close_extensions(self) -> None:
         """Processors of pages still in hand finish (or are cancelled if the crawl failed), then every
@@ -1226,24 +873,3 @@ class CrawlEngine:
         await self.extensions.close()
         if self.extensions.active:
             self.stats.sections["extensions"] = self.extensions.stats()
-
-    # -- the ordering policy's events ---------------------------------------------------------
-
-    def _policy_done(self, url: str) -> None:
-        """`url` left the crawl for good; the policy hears it unless it saw the page's links already."""
-        if not self._policy_pages:
-            return
-        if self._policy_reported == url:
-            self._policy_reported = ""
-            return
-        self.policy.page_done(url, (), None)
-        self._requeue()
-
-    def _requeue(self) -> None:
-        """URLs whose level rose go into the frontier again at the new level (the stale copy is
-        dropped when the frontier draws it: the policy does not admit it)."""
-        requeued = self.policy.requeue()
-        for entry in requeued:
-            self.frontier.add(entry)
-        if requeued:
-            self._changed.set()

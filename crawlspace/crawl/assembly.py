@@ -1,0 +1,141 @@
+"""The composition root: every component of one crawl partition, built from its CrawlConfig.
+
+The only place that reads configuration keys to build the crawl loop's parts, so the parts take
+plain arguments (testable without a config) and the engine takes parts (testable with fakes).
+Layout of a crawl (or partition) directory: frontier/ (the checkpoint's commit point), journal/,
+seen/urls, seen/content, robots/robots.log, warc/ (or the partitions' shared one), table/.
+
+A new crawl starts with empty stores (`resume=False` resets what an earlier crawl left there);
+a resumed one reopens them as they are and the engine replays its journal on top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from crawlspace.config import CrawlConfig
+from crawlspace.dns import AddressGuard, Resolver
+from crawlspace.fetch import Fetcher
+from crawlspace.fetch.retry import RetryPolicy
+from crawlspace.frontier import Frontier, FrontierEntry, Politeness, Prioritizer
+from crawlspace.hooks.runtime import Extensions
+from crawlspace.policies import as_policy, make_policy
+from crawlspace.policies.base import OrderingPolicy
+from crawlspace.robots import RobotsCache
+from crawlspace.robots.persist import LOG_NAME, RobotsLog
+from crawlspace.seen import ContentSeen, UrlSet
+from crawlspace.store import PageStore, StoreOptions
+from crawlspace.urls import Normalizer
+from crawlspace.urls.filter import UrlFilter, filter_from_config
+
+
+@dataclass
+class Components:
+    """The parts of one crawl partition, before the stages that use them are wired."""
+
+    politeness: Politeness
+    policy: OrderingPolicy
+    frontier: Frontier
+    robots: RobotsCache
+    robots_log: RobotsLog
+    urlset: UrlSet[FrontierEntry]
+    content: ContentSeen
+    normalizer: Normalizer
+    url_filter: UrlFilter
+    resolver: Resolver
+    guard: AddressGuard
+    retry: RetryPolicy
+    store: PageStore
+
+
+def politeness(config: CrawlConfig) -> Politeness:
+    return Politeness(
+        min_delay=config.min_delay,
+        delay_factor=config.delay_factor,
+        max_delay=config.max_delay,
+        max_conn_per_host=config.max_conn_per_host,
+        per_ip=config.per_ip,
+        max_conn_per_ip=config.max_conn_per_ip,
+        error_delay=config.error_delay,
+        park_after_errors=config.park_after_errors,
+        park_seconds=config.park_seconds,
+        give_up_after_parks=config.give_up_after_parks,
+    )
+
+
+def assemble(
+    config: CrawlConfig,
+    out_dir: Path,
+    *,
+    resume: bool,
+    extensions: Extensions,
+    prioritizer: Prioritizer | None,
+    on_host_activated: Callable[[str], None],
+    partitions: int = 1,
+    shared_warc_dir: Path | None = None,
+) -> Components:
+    """Open (or create) every store of a partition under `out_dir`.
+
+    `extensions`: the user's filters, processors, sinks and protocol handlers; their schemes are
+    crawlable (normalized, let through the scheme filter, followed). `prioritizer`: the crawl
+    order instead of `config.policy`, fed page events if it is an ordering policy.
+    `on_host_activated`: the frontier gave a host a back queue (the engine looks up its address).
+    `partitions`: the crawl's, which share the URL-seen cache budget."""
+    polite = politeness(config)
+    policy = as_policy(prioritizer) if prioritizer is not None else make_policy(config)
+    frontier = Frontier.open(
+        out_dir / "frontier",
+        polite,
+        fresh=not resume,
+        back_queues=config.back_queues or 3 * config.concurrency,
+        prioritizer=policy.prioritizer,
+        front_window=config.frontier_front_window,
+        back_window=config.frontier_back_window,
+        on_activate=on_host_activated,
+    )
+    robots_dir = out_dir / "robots"
+    if not resume:
+        (robots_dir / LOG_NAME).unlink(missing_ok=True)
+    seen_dir = out_dir / "seen"
+    url_filter = filter_from_config(config)
+    url_filter.schemes |= extensions.schemes
+    return Components(
+        politeness=polite,
+        policy=policy,
+        frontier=frontier,
+        robots=RobotsCache(ttl=config.robots_ttl, retry_delay=config.robots_retry_delay),
+        robots_log=RobotsLog(robots_dir, ttl=config.robots_ttl),
+        urlset=UrlSet.open(
+            seen_dir / "urls",
+            cache_bytes=config.seen_cache_bytes // partitions,  # the crawl's budget, shared
+            buffer_urls=config.seen_buffer_urls,
+            reset=not resume,
+        ),
+        content=ContentSeen(seen_dir / "content", near_threshold=config.near_duplicate_threshold, reset=not resume),
+        normalizer=Normalizer(
+            strip_session_ids=config.strip_session_ids,
+            strip_tracking=config.strip_tracking_params,
+            strip_params=config.strip_params,
+            sort_query=config.sort_query,
+            extra_schemes=extensions.schemes,
+        ),
+        url_filter=url_filter,
+        resolver=Resolver.from_config(config),
+        guard=AddressGuard.from_config(config),
+        retry=RetryPolicy(
+            max_retries=config.max_retries, initial_delay=config.retry_delay, statuses=frozenset(config.retry_statuses)
+        ),
+        store=PageStore(
+            out_dir,
+            StoreOptions.from_config(config),
+            warcinfo={"http-header-user-agent": config.user_agent, "robots": "obey", "isPartOf": out_dir.name},
+            warc_dir=shared_warc_dir,
+            recover=shared_warc_dir is None,  # a shared WARC directory is recovered before the partitions start
+        ),
+    )
+
+
+def fetcher(config: CrawlConfig, resolver: Resolver, guard: AddressGuard) -> Fetcher:
+    return Fetcher.from_config(config, resolver, guard)

@@ -1,0 +1,289 @@
+"""The link pipeline: from an href on a page to a URL in the frontier (the right half of IIR fig. 20.1).
+
+Who fills it: the recorder's links of a fetched page (and its redirect Location, canonical URL),
+the sitemaps named in robots.txt and the URLs they list, seeds, URLs a page processor emitted, and
+batches from other partitions. Each goes: resolve against the page -> crawlable scheme ->
+normalize -> URL filter chain (built-in, then the user's) -> the ordering policy sees the page's
+out-links -> host splitter (another partition's URLs leave in batches) -> URL-seen buffer. A drain
+(`drain`) tests the buffered URLs in one batch against the disk-resident URL set; the new ones
+pass the admission guards (per-host budgets, trap defences) and enter the frontier in arrival
+order. Who drains it: the frontier, when the engine leases.
+
+Every step that changes durable state is told to the ledger as it happens (S, N, A lines);
+sitemap files bypass the filter (the site owner named them) but not the URL-seen test.
+
+Sans-IO: no sockets, no clock, no event loop. `wake` is called when URLs entered the frontier
+(the dispatcher may have been waiting for them), `send_batches` when a batch for another
+partition filled up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from crawlspace.crawl.housekeeping import CrawlStats
+from crawlspace.crawl.ledger import Ledger
+from crawlspace.distributed.router import PartitionRouter
+from crawlspace.frontier import Frontier, FrontierEntry
+from crawlspace.hooks.runtime import Extensions
+from crawlspace.policies import Outlink, PageContent
+from crawlspace.policies.base import OrderingPolicy
+from crawlspace.seen import UrlSet
+from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of, url_fingerprint
+from crawlspace.urls.filter import Reason, UrlFilter
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """What a fetched page leads to, as the recorder found it: hrefs with their depth and redirect
+    hops, their anchor texts, the page they come from (for the ordering policy) and its content."""
+
+    hrefs: list[tuple[str, int, int]]
+    base: str
+    source: str | None = None
+    anchors: list[str] | None = None
+    content: PageContent | None = None
+    resolve: bool = False  # resolve every href against `base` (parse_html's links are joined already)
+
+
+class LinkPipeline:
+    def __init__(
+        self,
+        *,
+        normalizer: Normalizer,
+        url_filter: UrlFilter,
+        extensions: Extensions,
+        policy: OrderingPolicy,
+        urlset: UrlSet[FrontierEntry],
+        frontier: Frontier,
+        router: PartitionRouter | None,
+        ledger: Ledger,
+        stats: CrawlStats,
+        sitemap_max_files: int,
+        wake: Callable[[], None],
+        send_batches: Callable[[], None],
+    ) -> None:
+        self.normalizer = normalizer
+        self.url_filter = url_filter
+        self.extensions = extensions
+        self.policy = policy
+        self.urlset = urlset
+        self.frontier = frontier
+        self.router = router
+        self.ledger = ledger
+        self.stats = stats
+        self.sitemaps: set[str] = set()  # sitemap URLs in the frontier, fetched as sitemaps
+        self.sitemap_files: Counter[str] = Counter()  # sitemap files queued per origin
+        self._sitemap_max_files = sitemap_max_files
+        self._sitemaps_submitted: set[str] = set()  # sitemap URLs waiting in the URL buffer
+        self._crawlable = ("http://", "https://", *(scheme + ":" for scheme in sorted(extensions.schemes)))
+        self._observes_pages = policy.observes_pages
+        self._policy_reported = ""  # the last URL whose page the policy saw through `enqueue`
+        self._replay_pending: list[FrontierEntry] = []
+        self._replay_admitted: list[FrontierEntry] = []
+        self._wake = wake
+        self._send_batches = send_batches
+
+    def __repr__(self) -> str:
+        return f"LinkPipeline({self.urlset.pending} buffered, {len(self.sitemaps)} sitemaps in the frontier)"
+
+    # -- in -------------------------------------------------------------------------------------
+
+    def add_seeds(self, seeds: Iterable[str]) -> int:
+        """Seeds widen the scope (every partition knows every seed) and enter like links; the number of
+        new URLs in the frontier."""
+        entries: list[FrontierEntry] = []
+        for seed in seeds:
+            try:
+                url = self.normalizer(seed)
+            except InvalidURL:
+                self.stats.invalid_seeds += 1
+                continue
+            self.url_filter.add_seed(url)
+            if self.router is None or self.router.mine(url):
+                entries.append(FrontierEntry(url))
+        before = self.stats.urls_discovered
+        self.enqueue(entries)
+        self.drain()
+        return self.stats.urls_discovered - before
+
+    def widen_scope(self, seed_url: str, location: str) -> None:
+        """A seed's redirect widens the scope to its target (http -> https, www.)."""
+        with contextlib.suppress(InvalidURL):
+            self.url_filter.add_seed(self.normalizer(join(seed_url, location)))
+
+    def follow(self, links: Links) -> None:
+        """Resolve and normalize the hrefs of `links`, then enqueue them."""
+        entries: list[FrontierEntry] = []
+        kept_anchors: list[str] = []
+        normalizer, anchors, base = self.normalizer, links.anchors, links.base
+        for index, (href, depth, hops) in enumerate(links.hrefs):
+            try:
+                absolute = join(base, href) if hops or links.resolve else href
+            except InvalidURL:
+                self.stats.filtered[Reason.INVALID_URL] += 1
+                continue
+            if not absolute.startswith(self._crawlable):
+                self.stats.filtered[Reason.SCHEME] += 1
+                continue
+            entries.append(FrontierEntry(normalizer.serialized(absolute), depth, hops))
+            if anchors is not None:
+                kept_anchors.append(anchors[index])
+        self.enqueue(
+            entries, source=links.source, anchors=kept_anchors if anchors is not None else None, content=links.content
+        )
+
+    def enqueue(
+        self,
+        entries: list[FrontierEntry],
+        *,
+        source: str | None = None,
+        anchors: list[str] | None = None,
+        content: PageContent | None = None,
+    ) -> None:
+        """Entries the URL filter accepts go to the URL set's buffer; new ones reach the frontier at a
+        drain. With `source`, the ordering policy sees them first as the page's out-links."""
+        accepted: list[FrontierEntry] = []
+        outlinks: list[Outlink] = []
+        observe = source is not None and self._observes_pages
+        for index, entry in enumerate(entries):
+            reason = self.url_filter.rejection(entry) or self.extensions.rejection(entry)
+            if reason is not None:
+                self.stats.filtered[reason] += 1
+                continue
+            accepted.append(entry)
+            if observe:
+                outlinks.append(Outlink(entry.url, anchors[index] if anchors is not None else ""))
+        if observe and source is not None:
+            # before the URL-seen test: links to known URLs are in-links too; the new URLs get
+            # their first level when a drain adds them, from what the policy gathered meanwhile
+            self.policy.page_done(source, outlinks, content)
+            self._policy_reported = source
+            self._requeue()
+        self.submit(accepted)
+
+    def add_sitemaps(self, hrefs: Iterable[str], base: str, depth: int) -> None:
+        """Queue sitemap files: in the frontier (polite, robots-checked), not through the URL filter
+        (the site owner named them), but through the URL-seen test; at most sitemap_max_files per origin."""
+        entries: list[FrontierEntry] = []
+        for href in hrefs:
+            try:
+                url = normalize(join(base, href))
+            except InvalidURL:
+                self.stats.filtered["sitemap-invalid-url"] += 1
+                continue
+            origin = origin_of(url)
+            if self.sitemap_files[origin] >= self._sitemap_max_files:
+                self.stats.filtered["sitemap-limit"] += 1
+                continue
+            self.sitemap_files[origin] += 1
+            entries.append(FrontierEntry(url, depth))
+            self._sitemaps_submitted.add(url)
+        self.submit(entries)
+
+    def submit(self, entries: list[FrontierEntry], *, route: bool = True) -> None:
+        """Into the URL-seen buffer, after the host splitter (`route=False`: a batch another partition
+        sent here, already routed)."""
+        if self.router is not None and route:
+            entries, full = self.router.route(entries)
+            if full:
+                self._send_batches()
+        self.ledger.submitted(entries)
+        buffered = self.urlset.submit_many([url_fingerprint(entry.url) for entry in entries], entries)
+        self.stats.duplicate_urls += len(entries) - buffered  # known to the URL set's cache
+        if self.urlset.full:
+            self.drain()
+
+    # -- out ------------------------------------------------------------------------------------
+
+    def drain(self) -> int:
+        """Check the buffered URLs in one batch; the new ones go to the frontier in arrival order."""
+        pending = self.urlset.pending
+        if not pending:
+            return 0
+        new = self.urlset.drain()
+        self.ledger.drained()
+        sitemaps, self._sitemaps_submitted = self._sitemaps_submitted, set()
+        added = 0
+        for entry in new:
+            if entry.url in sitemaps:  # named by the site owner: not through the admission filter
+                self.sitemaps.add(entry.url)
+                self.frontier.add(entry)
+                self.ledger.admitted(entry, sitemap=True)
+                continue
+            reason = self.url_filter.admission(entry, host_of(entry.url))
+            if reason is not None:
+                self.stats.filtered[reason] += 1
+                continue
+            self.frontier.add(entry)  # its host's address is looked up when it gets a back queue
+            self.ledger.admitted(entry)
+            added += 1
+        if self._observes_pages:  # every URL submitted so far is placed or known: the policy forgets its notes
+            self.policy.settled()
+            self._requeue()
+        self.stats.urls_discovered += added
+        self.stats.duplicate_urls += pending - len(new)
+        self.ledger.flush()
+        if new:
+            self._wake()
+        return added
+
+    def is_sitemap(self, url: str) -> bool:
+        """Is `url` in the frontier as a sitemap file (fetched and read as one)?"""
+        return url in self.sitemaps
+
+    @property
+    def pending(self) -> int:
+        """URLs waiting in the URL-seen buffer."""
+        return self.urlset.pending
+
+    # -- the ordering policy's events ---------------------------------------------------------
+
+    def url_finished(self, url: str) -> None:
+        """`url` left the crawl for good; the policy hears it unless it saw the page's links already."""
+        if not self._observes_pages:
+            return
+        if self._policy_reported == url:
+            self._policy_reported = ""
+            return
+        self.policy.page_done(url, (), None)
+        self._requeue()
+
+    def _requeue(self) -> None:
+        """URLs whose level rose go into the frontier again at the new level (the stale copy is
+        dropped when the frontier draws it: the policy does not admit it)."""
+        requeued = self.policy.requeue()
+        for entry in requeued:
+            self.frontier.add(entry)
+        if requeued:
+            self._wake()
+
+    # -- resume -------------------------------------------------------------------------------
+
+    def replay_submitted(self, entry: FrontierEntry) -> None:
+        self._replay_pending.append(entry)  # submitted after the last drain: not yet checked
+
+    def replay_drained(self) -> None:
+        self._replay_pending.clear()
+
+    def replay_admitted(self, entry: FrontierEntry, *, sitemap: bool) -> None:
+        if sitemap:
+            self.sitemaps.add(entry.url)
+        else:
+            self.url_filter.admission(entry, host_of(entry.url))
+        self.frontier.add(entry)
+        self._replay_admitted.append(entry)
+
+    def finish_replay(self) -> None:
+        """The URL set may know the replayed admissions already (it can be ahead of the checkpoint):
+        make sure it does; what was submitted after the last drain is submitted again."""
+        admitted, self._replay_admitted = self._replay_admitted, []
+        if admitted:
+            self.urlset.submit_many([url_fingerprint(entry.url) for entry in admitted], admitted)
+            self.urlset.drain()
+        pending, self._replay_pending = self._replay_pending, []
+        if pending:
+            self.submit(pending)
