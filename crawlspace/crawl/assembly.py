@@ -16,6 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crawlspace.config import CrawlConfig
+from crawlspace.crawl.handoff import PageHandOff
+from crawlspace.crawl.housekeeping import CrawlStats
+from crawlspace.crawl.ledger import Ledger
+from crawlspace.crawl.links import LinkPipeline
+from crawlspace.crawl.recorder import FetchRecorder
+from crawlspace.crawl.robotsgate import RobotsGate
+from crawlspace.distributed.assignment import Assignment, ModuloAssignment
+from crawlspace.distributed.protocols import Peers
+from crawlspace.distributed.router import PartitionRouter
 from crawlspace.dns import AddressGuard, Resolver
 from crawlspace.fetch import Fetcher
 from crawlspace.fetch.retry import RetryPolicy
@@ -135,6 +144,73 @@ def assemble(
             recover=shared_warc_dir is None,  # a shared WARC directory is recovered before the partitions start
         ),
     )
+
+
+@dataclass
+class Stages:
+    """The stages of the crawl loop around the engine's dispatch (see crawl/__init__.py)."""
+
+    router: PartitionRouter | None
+    links: LinkPipeline
+    recorder: FetchRecorder
+    robots_gate: RobotsGate
+    handoff: PageHandOff
+
+
+def stages(
+    config: CrawlConfig,
+    parts: Components,
+    *,
+    stats: CrawlStats,
+    ledger: Ledger,
+    extensions: Extensions,
+    peers: Peers | None,
+    assignment: Assignment | None,
+    wake: Callable[[], None],
+    send_batches: Callable[[], None],
+) -> Stages:
+    """Wire the stages over the components: they share `stats` (a resumed crawl's, when resuming) and
+    write to `ledger`. `wake`: URLs or processed pages may let the dispatcher go on; `send_batches`:
+    a batch for another partition is full."""
+    router = None
+    if peers is not None:
+        owners = assignment or ModuloAssignment(peers.partitions)
+        router = PartitionRouter(peers.index, owners, ledger, per_ip=config.per_ip)
+    links = LinkPipeline(
+        normalizer=parts.normalizer,
+        url_filter=parts.url_filter,
+        extensions=extensions,
+        policy=parts.policy,
+        urlset=parts.urlset,
+        frontier=parts.frontier,
+        router=router,
+        ledger=ledger,
+        stats=stats,
+        sitemap_max_files=config.sitemap_max_files,
+        wake=wake,
+        send_batches=send_batches,
+    )
+    recorder = FetchRecorder(
+        config,
+        store=parts.store,
+        content=parts.content,
+        normalizer=parts.normalizer,
+        ledger=ledger,
+        stats=stats,
+        policy_reads_pages=parts.policy.observes_pages,
+    )
+    robots_gate = RobotsGate(
+        parts.robots,
+        parts.robots_log,
+        agent=config.robots_agent,
+        max_retries=config.robots_max_retries,
+        follow_sitemaps=config.sitemaps,
+        store=parts.store,
+        ledger=ledger,
+        stats=stats,
+    )
+    handoff = PageHandOff(extensions, recorder, links, max_body_bytes=config.max_body_bytes, wake=wake)
+    return Stages(router, links, recorder, robots_gate, handoff)
 
 
 def fetcher(config: CrawlConfig, resolver: Resolver, guard: AddressGuard) -> Fetcher:

@@ -33,25 +33,20 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl import assembly
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState
 from crawlspace.crawl.housekeeping import CrawlStats, ProgressReporter
-from crawlspace.crawl.ledger import JOURNAL_BROKEN, Ledger
-from crawlspace.crawl.links import LinkPipeline, Links
-from crawlspace.crawl.recorder import FetchRecorder, Recorded
-from crawlspace.distributed.assignment import Assignment, ModuloAssignment
+from crawlspace.crawl.ledger import JOURNAL_BROKEN, Ledger, ReplayTarget
+from crawlspace.crawl.recorder import Recorded
+from crawlspace.crawl.robotsgate import Verdict
+from crawlspace.distributed.assignment import Assignment
 from crawlspace.distributed.budget import Budget, PageBudget
 from crawlspace.distributed.claims import Answer
 from crawlspace.distributed.protocols import Peers
-from crawlspace.distributed.router import PartitionRouter
 from crawlspace.dns import DNSFailure
 from crawlspace.dns.resolver import hostname_of_authority
 from crawlspace.fetch import Fetcher, FetchResult, Outcome
 from crawlspace.frontier import FrontierEntry, Lease, Prioritizer
-from crawlspace.hooks.protocols import Page, ProtocolHandler
+from crawlspace.hooks.protocols import ProtocolHandler
 from crawlspace.hooks.runtime import Extensions
-from crawlspace.parse import ParsedPage
-from crawlspace.robots import RobotsRules
-from crawlspace.robots.cache import MAX_REDIRECT_HOPS
-from crawlspace.robots.rules import MAX_ROBOTS_BYTES
-from crawlspace.urls import InvalidURL, join, normalize, origin_of, url_fingerprint
+from crawlspace.urls import url_fingerprint
 from crawlspace.urls.fingerprint import content_fingerprint
 
 
@@ -118,40 +113,21 @@ class CrawlEngine:
         restart = resume and unstarted_seeds is not None and self._never_checkpointed()
         state = self._saved_state() if resume and not restart else None
         self.stats = CrawlStats.resumed(state.stats) if state is not None else CrawlStats()
-        self.router = (
-            None
-            if peers is None
-            else PartitionRouter(
-                peers.index, assignment or ModuloAssignment(peers.partitions), self.ledger, per_ip=config.per_ip
-            )
-        )
-        self.links = LinkPipeline(
-            normalizer=parts.normalizer,
-            url_filter=self.url_filter,
-            extensions=self.extensions,
-            policy=self.policy,
-            urlset=self.urlset,
-            frontier=self.frontier,
-            router=self.router,
-            ledger=self.ledger,
+        wired = assembly.stages(
+            config,
+            parts,
             stats=self.stats,
-            sitemap_max_files=config.sitemap_max_files,
+            ledger=self.ledger,
+            extensions=self.extensions,
+            peers=peers,
+            assignment=assignment,
             wake=self._changed.set,
             send_batches=self._send_batches,
         )
-        self.recorder = FetchRecorder(
-            config,
-            store=self.store,
-            content=self.content,
-            normalizer=parts.normalizer,
-            ledger=self.ledger,
-            stats=self.stats,
-            policy_reads_pages=self.policy.observes_pages,
-        )
+        self.router, self.links, self.recorder = wired.router, wired.links, wired.recorder
+        self.robots_gate, self.handoff = wired.robots_gate, wired.handoff
         self._low_water = 2 * config.concurrency  # below this many queued URLs the URL buffer is drained
         self._lookups: set[asyncio.Task[None]] = set()
-        self._robots_fetched_for: dict[str, str] = {}  # origin -> URL whose lease fetched its robots.txt
-        self._parked: set[str] = set()  # hosts whose URLs wait for the retry of an unreachable robots.txt
         self._attempts: dict[str, int] = {}  # URL -> failed attempts, while a retry is pending
         self._done: set[int] = set()  # finished URLs the restored frontier may still hand out once
         self._live_progress = live_progress
@@ -221,7 +197,7 @@ class CrawlEngine:
             attempts=dict(self._attempts),
             sitemaps=sorted(self.links.sitemaps),
             sitemap_files=dict(self.links.sitemap_files),
-            robots_waiting=sorted(self._parked),
+            robots_waiting=sorted(self.robots_gate.parked),
             outbox=outbox,
             next_batch=next_batch,
             moved=moved,
@@ -245,11 +221,12 @@ class CrawlEngine:
         self._attempts = dict(state.attempts)
         self.links.sitemaps = set(state.sitemaps)
         self.links.sitemap_files = Counter(state.sitemap_files)
-        self._parked = set(state.robots_waiting)
+        self.robots_gate.parked = set(state.robots_waiting)
         restored_robots = self.robots_log.restore(self.robots, time.monotonic())
         if self.router is not None:
             self.router.start_replay(state.outbox, state.next_batch, state.moved, state.pinned)
-        journals, report = self.ledger.replay(state.generation, self)
+        target = ReplayTarget(self.links, self.router, self.stats.count_fetch, self._replay_done)
+        journals, report = self.ledger.replay(state.generation, target)
         self.links.finish_replay()
         if self.router is not None:
             self.router.finish_replay()
@@ -265,39 +242,8 @@ class CrawlEngine:
         }
         self.stats.sections["recovery"] = self.recovery
 
-    # the journal's events, back to their stages (crawl.ledger.ReplayTarget)
-
-    def replay_submitted(self, entry: FrontierEntry) -> None:
-        self.links.replay_submitted(entry)
-
-    def replay_drained(self) -> None:
-        self.links.replay_drained()
-
-    def replay_admitted(self, entry: FrontierEntry, *, sitemap: bool) -> None:
-        self.links.replay_admitted(entry, sitemap=sitemap)
-
-    def replay_fetched(self, status: int, outcome: str, size: int) -> None:
-        self.stats.count_fetch(status, outcome, size)
-
-    def replay_done(self, url: str) -> None:
+    def _replay_done(self, url: str) -> None:
         self._done.add(url_fingerprint(url))
-
-    def replay_sent(self, peer: int, number: int, entry: FrontierEntry, *, forward: bool) -> None:
-        self._router().replay_sent(peer, number, entry, forward=forward)
-
-    def replay_acked(self, peer: int, number: int) -> None:
-        self._router().replay_acked(peer, number)
-
-    def replay_moved(self, host: str, owner: int) -> None:
-        self._router().replay_moved(host, owner)
-
-    def replay_pinned(self, host: str) -> None:
-        self._router().replay_pinned(host)
-
-    def _router(self) -> PartitionRouter:
-        if self.router is None:
-            raise CheckpointError(f"{self.out_dir}: a journal of one of several partitions, resumed as a whole crawl")
-        return self.router
 
     def _ledger_failed(self, exc: OSError) -> None:
         """The journal could not be written: what its lines recorded is lost to a resume (as in a
@@ -546,7 +492,7 @@ class CrawlEngine:
         """
         frontier = self.frontier
         holding = frontier.active_hosts + frontier.parked_hosts
-        return sum(frontier.front_sizes()) == 0 and 0 < holding == len(self._parked)
+        return sum(frontier.front_sizes()) == 0 and 0 < holding == len(self.robots_gate.parked)
 
     def _wait_cap(self, timeout: float | None) -> float:
         cap = self.config.progress_interval
@@ -637,7 +583,7 @@ class CrawlEngine:
         if self._not_http and entry.url.startswith(self._not_http):
             await self._process_by_handler(lease)
             return
-        self._parked.discard(lease.host)
+        self.robots_gate.parked.discard(lease.host)  # parked again below if robots.txt is still unreachable
         try:  # usually answered from the cache (prefetched); a dead host fails here, before robots.txt
             address = await self.resolver.resolve(hostname_of_authority(lease.host))
         except DNSFailure as exc:
@@ -648,35 +594,24 @@ class CrawlEngine:
         if owner is not None:
             self._hand_over(lease, owner)
             return
-        origin = origin_of(entry.url)
-        agent = self.config.robots_agent
-        now = time.monotonic()
-        fetched_for = self._robots_fetched_for.pop(origin, None)
-        robots = self.robots.entry(origin, now)
-        if robots is None and fetched_for == entry.url:
-            # fetched for this very URL one politeness gap ago: it counts, even if a short TTL ran out
-            robots = self.robots.peek(origin)
-        if robots is None:
+        robots = self.robots_gate.decide(entry.url, lease.host, time.monotonic())
+        if robots.verdict is Verdict.FETCH_ROBOTS:
             started = time.monotonic()
-            rules = await self._fetch_robots(fetcher, origin, entry.depth)
-            self._robots_fetched_for[origin] = entry.url
-            self._release(lease, time.monotonic() - started, put_back=entry, crawl_delay=rules.crawl_delay(agent))
+            fetched = await self.robots_gate.fetch(fetcher, robots.origin, entry.url)
+            if fetched.sitemaps:
+                self.links.add_sitemaps(fetched.sitemaps, fetched.base, entry.depth)
+            crawl_delay = self.robots_gate.crawl_delay(fetched.rules)
+            self._release(lease, time.monotonic() - started, put_back=entry, crawl_delay=crawl_delay)
             return
-        rules = robots.rules
-        if not rules.allowed(entry.url, agent):
-            if robots.unreachable and robots.transient and robots.failures <= self.config.robots_max_retries:
-                # robots.txt could not be fetched: the URL waits for the next attempt, it is not dropped
-                self._parked.add(lease.host)
-                self._release(lease, 0.0, put_back=entry, retry_after=max(robots.expires - now, 0.0))
-                return
-            if robots.unreachable:
-                self.stats.robots_unreachable += 1
-            else:
-                self.stats.robots_excluded += 1
-                self.stats.outcomes[Outcome.ROBOTS_EXCLUDED] += 1
+        if robots.verdict is Verdict.WAIT:
+            self._release(lease, 0.0, put_back=entry, retry_after=robots.retry_after)
+            return
+        if robots.verdict is Verdict.DROPPED:
             self.links.sitemaps.discard(entry.url)
             self._release(lease, 0.0, contacted=False)
             return
+        assert robots.rules is not None
+        rules = robots.rules
         if not self.budget.claim():  # the crawl's page budget is spent (by this or another partition)
             self._release(lease, 0.0, put_back=entry, contacted=False)
             self.stop("max-pages")
@@ -697,7 +632,7 @@ class CrawlEngine:
                 recorded = self.recorder.record(result, entry, first=first)
                 self._follow_up(recorded, entry)
                 if not decision.retry:
-                    self._page_done(result, entry, recorded.page)
+                    self.handoff.page_done(result, entry, recorded.page)
             if decision.retry:  # back into the frontier, behind a longer rest of its host: no worker waits
                 self._attempts[entry.url] = attempts
                 self.stats.retries += 1
@@ -708,7 +643,7 @@ class CrawlEngine:
                 lease,
                 result.duration,
                 put_back=entry if decision.retry else None,
-                crawl_delay=rules.crawl_delay(agent),
+                crawl_delay=self.robots_gate.crawl_delay(rules),
                 retry_after=decision.delay,
                 contacted=result.outcome not in (Outcome.DNS_ERROR, Outcome.GUARD_REFUSED),
                 error=_host_failed(result),
@@ -756,45 +691,6 @@ class CrawlEngine:
         else:
             self._release(lease, 0.0, contacted=False)
 
-    async def _fetch_robots(self, fetcher: Fetcher, origin: str, depth: int) -> RobotsRules:
-        """Fetch /robots.txt of `origin` (following up to 5 redirects) and cache what it means."""
-        url = origin + "/robots.txt"
-        status = 0
-        for _ in range(MAX_REDIRECT_HOPS + 1):
-            result = await fetcher.fetch(url)
-            self.stats.robots_fetches += 1
-            status = result.status
-            if status:
-                self.store.record(result)
-            now = time.monotonic()
-            if result.outcome is Outcome.REDIRECT:
-                try:
-                    url = normalize(join(url, result.header("location") or ""))
-                except InvalidURL:
-                    return self._robots_unavailable(origin, status, now)
-                continue
-            if not status:
-                self.stats.errors[f"robots:{result.outcome}"] += 1
-                # a name that does not resolve or an address we refuse will not get better by waiting
-                transient = result.outcome not in (Outcome.DNS_ERROR, Outcome.GUARD_REFUSED)
-                return self.robots.store_unreachable(origin, now, transient=transient)
-            body = result.content(MAX_ROBOTS_BYTES + 1)  # one byte more tells the parser it was cut
-            rules = self.robots.store_response(origin, status, body, now)
-            entry = self.robots.peek(origin)
-            if entry is not None and not entry.unreachable:  # parsed or unavailable: kept across a restart
-                self.robots_log.record(origin, status, body if 200 <= status < 300 else b"")
-                self.ledger.flush_soon()
-            if 200 <= status < 300 and self.config.sitemaps and rules.sitemaps:
-                self.links.add_sitemaps(rules.sitemaps, url, depth)
-            return rules
-        return self._robots_unavailable(origin, status, time.monotonic())  # more than 5 redirects
-
-    def _robots_unavailable(self, origin: str, status: int, now: float) -> RobotsRules:
-        """A redirect that leads nowhere or too far: no restrictions (RFC 9309 §2.3.1.2), kept like a 4xx."""
-        self.robots_log.record(origin, status, b"")
-        self.ledger.flush_soon()
-        return self.robots.store_unavailable(origin, now)
-
     def _follow_up(self, recorded: Recorded, entry: FrontierEntry) -> None:
         """Hand on what recording a fetch decided: scope, sitemap files, links, the peers' settlement."""
         if recorded.widen_scope is not None:
@@ -828,42 +724,9 @@ class CrawlEngine:
         try:
             recorded = self.recorder.record(result, entry)
             self._follow_up(recorded, entry)
-            self._page_done(result, entry, recorded.page)
+            self.handoff.page_done(result, entry, recorded.page)
         finally:
             self._release(lease, result.duration, contacted=bool(handler.polite))
-
-    def _page_done(self, result: FetchResult, entry: FrontierEntry, parsed: ParsedPage | None) -> None:
-        """Hand a fetched response to the processors (robots.txt and sitemaps are not pages).
-
-        `parsed` is `_record`'s parse, None where it did not parse the body: not 2xx, not a parsed
-        type, or an exact duplicate of a page seen before. Duplicates are parsed here: the crawler
-        does not follow their links again, but processors see every page they were fetched as.
-        """
-        if not self.extensions.processes_pages or not result.status:
-            return
-        body = result.content(self.config.max_body_bytes)
-        if parsed is None and self.recorder.parseable(result):
-            parsed = self.recorder.parse(result, body)
-        page = Page(
-            url=result.url,
-            status=result.status,
-            headers=tuple(result.headers),
-            body=body,
-            depth=entry.depth,
-            fetched_at=result.started,
-            truncated=result.truncated,
-            title=parsed.title if parsed else "",
-            text=parsed.text if parsed else "",
-            links=tuple(parsed.links) if parsed else (),
-            canonical=parsed.canonical if parsed else None,
-            noindex=parsed.meta_noindex if parsed else False,
-        )
-        task = self.extensions.submit(page, self._follow_emitted)
-        task.add_done_callback(lambda _: self._changed.set())  # the crawl may end once processors are done
-
-    def _follow_emitted(self, page: Page, hrefs: list[str]) -> None:
-        """URLs a processor emitted: resolved against the page, then the path of its links."""
-        self.links.follow(Links([(href, page.depth + 1, 0) for href in hrefs], page.url, resolve=True))
 
     async def _close_extensions(self) -> None:
         """Processors of pages still in hand finish (or are cancelled if the crawl failed), then every

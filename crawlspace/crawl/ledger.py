@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -34,8 +35,8 @@ from crawlspace.frontier.entry import FrontierEntry
 JOURNAL_BROKEN = "the journal could not be written: the last checkpoint and journal stand"
 
 
-class ReplayTarget(Protocol):
-    """Where a resume sends the journal's events back to, in the order they happened."""
+class LinkReplay(Protocol):
+    """The link pipeline's side of a resume: the URL-seen buffer and the frontier's admissions."""
 
     def replay_submitted(self, entry: FrontierEntry) -> None: ...
 
@@ -43,9 +44,9 @@ class ReplayTarget(Protocol):
 
     def replay_admitted(self, entry: FrontierEntry, *, sitemap: bool) -> None: ...
 
-    def replay_fetched(self, status: int, outcome: str, size: int) -> None: ...
 
-    def replay_done(self, url: str) -> None: ...
+class RouterReplay(Protocol):
+    """The partition router's side of a resume (distributed.router.PartitionRouter)."""
 
     def replay_sent(self, peer: int, number: int, entry: FrontierEntry, *, forward: bool) -> None: ...
 
@@ -54,6 +55,16 @@ class ReplayTarget(Protocol):
     def replay_moved(self, host: str, owner: int) -> None: ...
 
     def replay_pinned(self, host: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayTarget:
+    """Where a resume sends the journal's events back to, in the order they happened."""
+
+    links: LinkReplay
+    router: RouterReplay | None  # None in a crawl of one partition
+    fetched: Callable[[int, str, int], None]  # (status, outcome, size): the statistics of a fetch
+    done: Callable[[str], None]  # a URL whose lease ended for good
 
 
 class Ledger:
@@ -170,30 +181,35 @@ class Ledger:
         paths = self.journals.since(generation)
         for path in paths:
             for event in replay(path, report):
-                _dispatch(event.kind, event.fields, target)
+                _dispatch(event.kind, event.fields, target, path)
         return paths, report
 
     def close(self) -> None:
         self.journals.close()
 
 
-def _dispatch(kind: str, fields: tuple[str, ...], target: ReplayTarget) -> None:
+def _dispatch(kind: str, fields: tuple[str, ...], target: ReplayTarget, path: Path) -> None:
     if kind == journal.SUBMITTED:
-        target.replay_submitted(FrontierEntry(fields[2], int(fields[0]), int(fields[1])))
+        target.links.replay_submitted(FrontierEntry(fields[2], int(fields[0]), int(fields[1])))
     elif kind == journal.DRAINED:
-        target.replay_drained()
+        target.links.replay_drained()
     elif kind == journal.ADMITTED:
-        target.replay_admitted(FrontierEntry(fields[3], int(fields[0]), int(fields[1])), sitemap=fields[2] == "1")
+        entry = FrontierEntry(fields[3], int(fields[0]), int(fields[1]))
+        target.links.replay_admitted(entry, sitemap=fields[2] == "1")
     elif kind == journal.FETCHED:
-        target.replay_fetched(int(fields[0]), fields[1], int(fields[2]))
+        target.fetched(int(fields[0]), fields[1], int(fields[2]))
     elif kind == journal.DONE:
-        target.replay_done(fields[0])
-    elif kind == journal.SENT:
-        entry = FrontierEntry(fields[5], int(fields[2]), int(fields[3]))
-        target.replay_sent(int(fields[0]), int(fields[1]), entry, forward=fields[4] == "1")
-    elif kind == journal.ACKED:
-        target.replay_acked(int(fields[0]), int(fields[1]))
-    elif kind == journal.MOVED:
-        target.replay_moved(fields[1], int(fields[0]))
-    elif kind == journal.PINNED:
-        target.replay_pinned(fields[0])
+        target.done(fields[0])
+    else:
+        router = target.router
+        if router is None:
+            raise CheckpointError(f"{path}: a journal of one of several partitions, resumed as a whole crawl")
+        if kind == journal.SENT:
+            entry = FrontierEntry(fields[5], int(fields[2]), int(fields[3]))
+            router.replay_sent(int(fields[0]), int(fields[1]), entry, forward=fields[4] == "1")
+        elif kind == journal.ACKED:
+            router.replay_acked(int(fields[0]), int(fields[1]))
+        elif kind == journal.MOVED:
+            router.replay_moved(fields[1], int(fields[0]))
+        elif kind == journal.PINNED:
+            router.replay_pinned(fields[0])
