@@ -45,6 +45,7 @@ from typing import Protocol
 
 import msgspec
 
+from crawlspace.config import CrawlConfig
 from crawlspace.fetch.decode import DecodeError, decode_body
 from crawlspace.parse import ParsedPage, parse_html
 from crawlspace.store.cdxj import CdxjEntry, CdxjIndex
@@ -67,7 +68,7 @@ __all__ = [
 PAGE_FAMILIES = ("title", "content", "fetch")
 """The families a page's own cells live in (its anchors, written by other pages, are not read)."""
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", ""})
-DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+DEFAULT_MAX_BODY_BYTES = CrawlConfig().max_body_bytes
 
 
 class TableReader(Protocol):
@@ -239,9 +240,8 @@ class CrawlReader:
         return [KeyRange(start, stop) for start, stop in zip(["", *cuts], stops, strict=True)]
 
     def _rows(self, part: KeyRange | None, families: str | Sequence[str]) -> Iterator[Row]:
-        if part is None:
-            return self.table.scan(family=families)
-        return self.table.scan(start=part.start, stop=part.stop, family=families)
+        whole = part if part is not None else KeyRange()
+        return self.table.scan(start=whole.start, stop=whole.stop, family=families)
 
     # -- pages and links ---------------------------------------------------------------------
 
@@ -303,8 +303,9 @@ class CrawlReader:
 
     def parse(self, page: StoredPage) -> ParsedPage | None:
         """The page's HTML response parsed again from the WARC (title, text, links with nofollow,
-        canonical, robots directives), or None when there is nothing to parse: no pointer, a revisit
-        record, a body that is not HTML or does not decode, a file missing or damaged."""
+        canonical, the robots directives of its meta tags and X-Robots-Tag header for every agent),
+        or None when there is nothing to parse: no pointer, a revisit record, a body that is not
+        HTML or does not decode, a file missing or damaged."""
         if page.capture is None:
             return None
         try:
@@ -321,7 +322,8 @@ class CrawlReader:
             content = decode_body(body, headers.get("content-encoding"), self.max_body_bytes)
         except DecodeError:
             return None
-        return parse_html(content, record.headers.get("warc-target-uri", ""), headers.get("content-type"), None)
+        url = record.headers.get("warc-target-uri", "")
+        return parse_html(content, url, headers.get("content-type"), headers.get("x-robots-tag"))
 
     def _warc_path(self, filename: str) -> Path:
         """The file of that name in the first WARC directory that holds it (names are unique across

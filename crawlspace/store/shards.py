@@ -36,7 +36,7 @@ def table_shards(crawl_dir: Path) -> list[Path]:
 
 
 class ShardedTable:
-    """Read-only union of table shards, with the read API of CrawlTable (get, scan)."""
+    """Read-only union of table shards: a `reader.TableReader`, as one `CrawlTable` is."""
 
     def __init__(self, paths: Sequence[Path]) -> None:
         if not paths:
