@@ -20,6 +20,7 @@ from types import TracebackType
 from crawlspace.store.crawltable import CrawlTable, CrawlTableError, Row
 from crawlspace.store.pagestore import TABLE_DIR
 
+_FINER = 4
 WORKERS_DIR = "workers"
 """Where a crawl of several processes keeps each one's state: DIR/workers/<k>/ (crawl.workers)."""
 
@@ -81,9 +82,14 @@ class ShardedTable:
             yield _merged(group, versions)
 
     def split_keys(self, parts: int) -> list[str]:
-        """Every shard's split keys, thinned to at most `parts - 1` evenly spaced ones: the shards of
-        one crawl hold similar shares of the rows (hosts are hashed to partitions)."""
-        keys = sorted({key for table in self.tables for key in table.split_keys(parts)})
+        """Quantiles of the union, from each shard's own: the shards of one crawl hold similar shares of
+        the rows (hosts are hashed to partitions), so the merged cut points of all shards are about
+        evenly spread over the union's rows, and every (len / parts)-th of them is kept. Each shard
+        is asked for `_FINER` times as many as wanted, which keeps the ranges within about a
+        `_FINER`-th of a range of equal."""
+        if parts < 2:
+            return []
+        keys = sorted({key for table in self.tables for key in table.split_keys(parts * _FINER)})
         if len(keys) < parts:
             return keys
         return [keys[len(keys) * number // parts] for number in range(1, parts)]

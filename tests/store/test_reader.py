@@ -217,6 +217,27 @@ def test_several_crawl_directories_read_as_one(tmp_path: Path) -> None:
         assert {(edge.source, edge.target) for edge in reader.edges()} == {(A, B), (B, A)}
 
 
+def test_a_crawl_written_before_reads_typed_and_continues(tmp_path: Path) -> None:
+    """Cells as the first crawls wrote them (no change counters, a boolean `truncated`, outlinks without
+    nofollow): read typed, and a refetch by today's store carries the history on."""
+    with CrawlTable(tmp_path / "table") as table:
+        old_fetch = {"status": 200, "outcome": "2xx", "fetched": 1e9, "fingerprint": 4, "truncated": True}
+        table.put(A, "fetch", old_fetch, timestamp=1e9)
+        table.put(A, "content", [[B, "to B"]], qualifier="outlinks", timestamp=1e9)
+        table.put(A, "title", "Old", timestamp=1e9)
+    with CrawlReader(tmp_path) as reader:
+        (page,) = reader.pages()
+        assert (page.fetch.fetches, page.fetch.first_fetched, page.fetch.truncated) == (1, 1e9, "length")
+        assert page.outlinks == [Edge(A, B, "to B", False)]
+    with PageStore(tmp_path, StoreOptions()) as store:
+        record(store, A, "New", [(C, "to C")], 2e9)
+    with CrawlReader(tmp_path) as reader:
+        newest, oldest = reader.fetch_history(A)
+        assert (newest.fetches, newest.first_fetched, newest.changed, newest.changes) == (2, 1e9, True, 1)
+        assert oldest.truncated == "length" and reader.page(A) is not None
+        assert list(reader.edges()) == [Edge(A, C, "to C", False)]
+
+
 def test_a_directory_without_a_table_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(CrawlTableError, match="no crawl table in"):
         CrawlReader(tmp_path)
