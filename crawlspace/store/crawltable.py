@@ -14,9 +14,9 @@ of `anchor` are the linking pages' row keys (reversed hosts, as the seed has it)
 `text`, `warc` (file, offset, length, record id, date, payload digest of the WARC response) and
 `outlinks` ([target, anchor text, nofollow] per distinct target; crawls written before nofollow
 was kept have [target, text], read as followed); `title` and `fetch` (a `FetchInfo`) have the
-empty qualifier. Values are msgpack (anchor texts plain
-UTF-8), behind a one-byte tag; values over 512 bytes (texts, outlink lists) are compressed with
-zstd level 1 (on the benchmark's text, 2.41x at 70 us per 22 KB text; level 3: 2.48x, a third slower).
+empty qualifier. Values are msgpack (anchor texts plain UTF-8), behind a one-byte tag; values
+over 512 bytes (texts, outlink lists) are compressed with zstd level 1 (on the benchmark's text,
+2.41x at 70 us per 22 KB text; level 3: 2.48x, a third slower).
 
 Versions: each family keeps at most `max_versions[family]` versions of a cell. Reads never return
 more; older versions are deleted when a cell is rewritten through `trim` (the page store does so
