@@ -6,12 +6,15 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from crawlspace.api import Crawler, CrawlError, SeedProblem, SeedsError, saved_config
 from crawlspace.config import POLICY_NAMES, ConfigError, CrawlConfig, reference_markdown
+
+if TYPE_CHECKING:  # imported where used, like the other commands' modules
+    from crawlspace.store.reader import CrawlReader
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -197,12 +200,12 @@ def warc_find(directory: Path, url: str) -> None:
         fail(f"no capture of {url}", code=1)
 
 
-def _open_table(directory: Path) -> Any:
+def _open_reader(directory: Path) -> CrawlReader:
     from crawlspace.store import CrawlTableError
-    from crawlspace.store.shards import open_crawl_table
+    from crawlspace.store.reader import CrawlReader
 
     try:
-        return open_crawl_table(directory)
+        return CrawlReader(directory)
     except CrawlTableError as exc:
         fail(str(exc))
 
@@ -223,10 +226,10 @@ def table_get(directory: Path, url: str, versions: int, families: tuple[str, ...
     from crawlspace.store.crawltable import format_row
     from crawlspace.urls import InvalidURL, normalize
 
-    with _open_table(directory) as table:
+    with _open_reader(directory) as reader:
         try:
             key = normalize(url) if "://" in url else url
-            row = table.get(key, family=families or None, versions=versions)
+            row = reader.table.get(key, family=families or None, versions=versions)
         except (InvalidURL, ValueError) as exc:
             fail(str(exc))
         if row is None:
@@ -250,9 +253,9 @@ def table_scan(
     """Print the rows whose key starts with PREFIX (e.g. com.example), in row-key order."""
     from crawlspace.store.crawltable import format_row
 
-    with _open_table(directory) as table:
+    with _open_reader(directory) as reader:
         try:
-            for row in table.scan(prefix, family=families or None, limit=limit):
+            for row in reader.table.scan(prefix, family=families or None, limit=limit):
                 click.echo(row.key if keys_only else "\n".join(format_row(row, width=60, max_anchors=anchors)))
         except ValueError as exc:
             fail(str(exc))

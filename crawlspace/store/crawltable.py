@@ -12,9 +12,11 @@ so that a row is one contiguous key range, its families follow each other in a f
 touching its thousands of anchors), and within a cell the newest version comes first. Qualifiers
 of `anchor` are the linking pages' row keys (reversed hosts, as the seed has it); `content` has
 `text`, `warc` (file, offset, length, record id, date, payload digest of the WARC response) and
-`outlinks`; `title` and `fetch` have the empty qualifier. Values are msgpack (anchor texts plain
-UTF-8), behind a one-byte tag; values over 512 bytes (texts, outlink lists) are compressed with
-zstd level 1 (on the benchmark's text, 2.41x at 70 us per 22 KB text; level 3: 2.48x, a third slower).
+`outlinks` ([target, anchor text, nofollow] per distinct target; crawls written before nofollow
+was kept have [target, text], read as followed); `title` and `fetch` (a `FetchInfo`) have the
+empty qualifier. Values are msgpack (anchor texts plain UTF-8), behind a one-byte tag; values
+over 512 bytes (texts, outlink lists) are compressed with zstd level 1 (on the benchmark's text,
+2.41x at 70 us per 22 KB text; level 3: 2.48x, a third slower).
 
 Versions: each family keeps at most `max_versions[family]` versions of a cell. Reads never return
 more; older versions are deleted when a cell is rewritten through `trim` (the page store does so
@@ -56,6 +58,7 @@ DEFAULT_MAX_VERSIONS: dict[str, int] = {"title": 3, "content": 3, "fetch": 16, "
 FORMAT_KEY = b"\x00format"
 FORMAT = b"crawlspace-table-1"
 COMPRESS_OVER = 512
+_SAMPLE_BELOW = 64 << 20
 _MAX_TS = (1 << 64) - 1
 _RAW = b"\x00"
 _ZSTD = b"\x01"
@@ -65,6 +68,54 @@ _TS = struct.Struct(">Q")
 
 class CrawlTableError(RuntimeError):
     """A crawl table that cannot be opened or used (missing, locked, foreign format)."""
+
+
+class FetchInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """The value of a `fetch` cell; the versions of this cell are the page's change history."""
+
+    status: int
+    outcome: str
+    fetched: float
+    fetches: int
+    """Fetches of this URL so far, this one included (with `changes` and `first_fetched`: the
+    counts a change-rate estimator needs, kept even when old versions are trimmed)."""
+    changes: int
+    first_fetched: float
+    duration: float = 0.0
+    fingerprint: int | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    content_type: str | None = None
+    length: int = 0
+    truncated: str | None = None
+    address: str | None = None
+    location: str | None = None
+    error: str | None = None
+    depth: int | None = None
+    duplicate_of: str | None = None
+    changed: bool | None = None
+
+
+def fetch_info(value: Any) -> FetchInfo:
+    """A `fetch` cell's value, typed; also the cells of crawls written before the counters existed.
+
+    The first crawls wrote no `fetches`, `changes` or `first_fetched` (read as a first fetch with no
+    change, first fetched when fetched) and a boolean `truncated` (true meant cut at the size limit:
+    "length", the WARC-Truncated reason the fetcher gives it now). Such cells are upgraded here, on
+    the slow path only: a current cell converts directly.
+    """
+    try:
+        return msgspec.convert(value, FetchInfo)
+    except msgspec.ValidationError:
+        if not isinstance(value, dict):
+            raise
+    old = dict(value)
+    old.setdefault("fetches", 1)
+    old.setdefault("changes", 0)
+    old.setdefault("first_fetched", old.get("fetched"))
+    if isinstance(old.get("truncated"), bool):
+        old["truncated"] = "length" if old["truncated"] else None
+    return msgspec.convert(old, FetchInfo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,14 +164,21 @@ class Row:
         return None if value is None else str(value)
 
     @property
-    def fetch(self) -> dict[str, Any] | None:
+    def fetch(self) -> FetchInfo | None:
+        """The newest fetch of the page (None: a row of anchors only, a page never fetched)."""
         value = self.latest("fetch")
-        return value if isinstance(value, dict) else None
+        return None if value is None else fetch_info(value)
 
     @property
-    def outlinks(self) -> list[tuple[str, str]]:
+    def fetches(self) -> list[FetchInfo]:
+        """Every fetch version the read returned, newest first."""
+        return [fetch_info(cell.value) for cell in self.versions("fetch")]
+
+    @property
+    def outlinks(self) -> list[tuple[str, str, bool]]:
+        """(target, anchor text, nofollow) per distinct target of the newest parse."""
         value = self.latest("content", "outlinks") or []
-        return [(str(url), str(text)) for url, text in value]
+        return [(str(link[0]), str(link[1]), len(link) > 2 and bool(link[2])) for link in value]
 
     @property
     def anchors(self) -> list[Anchor]:
@@ -161,6 +219,20 @@ def _successor(prefix: bytes) -> bytes | None:
     if not stripped:
         return None
     return stripped[:-1] + bytes((stripped[-1] + 1,))
+
+
+def _key_range(prefix: str, start: str, stop: str | None) -> tuple[bytes, bytes | None]:
+    """The byte range of table keys of the rows with `prefix` in [start, stop).
+
+    A row's keys are its row key followed by NUL and more, and row keys hold no NUL, so comparing
+    table keys with the bounds' bytes orders rows exactly as comparing their row keys does.
+    """
+    lower = max(_check_part(prefix, "prefix"), _check_part(start, "start key"), b"\x01")  # past FORMAT_KEY
+    upper = _successor(_check_part(prefix, "prefix")) if prefix else None
+    if stop is not None:
+        bound = _check_part(stop, "stop key")
+        upper = bound if upper is None else min(upper, bound)
+    return lower, upper
 
 
 class CrawlTable:
@@ -365,14 +437,15 @@ class CrawlTable:
     def _row(url_or_key: str) -> str:
         return row_key(url_or_key) if is_url(url_or_key) else url_or_key
 
-    def _range(self, start: bytes, stop: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+    def _range(self, start: bytes, stop: bytes | None, *, values: bool = True) -> Iterator[tuple[bytes, bytes]]:
+        """Keys and values (`values` False: empty values, not copied) in [start, stop)."""
         options = rocksdict.ReadOptions()
         if stop is not None:
             options.set_iterate_upper_bound(stop)
         iterator = self._db.iter(options)
         iterator.seek(start)
         while iterator.valid():
-            yield iterator.key(), iterator.value()
+            yield iterator.key(), iterator.value() if values else b""
             iterator.next()
 
     def _families(self, family: str | Sequence[str] | None) -> list[int]:
@@ -443,20 +516,62 @@ class CrawlTable:
         self,
         prefix: str = "",
         *,
+        start: str = "",
+        stop: str | None = None,
         family: str | Sequence[str] | None = None,
         versions: int | None = 1,
         limit: int | None = None,
     ) -> Iterator[Row]:
-        """Rows whose key starts with `prefix` (e.g. `com.example`), in row-key order."""
+        """Rows whose key starts with `prefix` (e.g. `com.example`) and lies in [start, stop), in
+        row-key order (`stop` None: no upper bound)."""
         if versions is not None and versions < 1:
             raise ValueError("versions must be >= 1")
-        start = _check_part(prefix, "prefix")
-        stop = _successor(start) if start else None
-        start = start or b"\x01"
-        for number, row in enumerate(self._rows(start, stop, self._families(family), versions)):
+        lower, upper = _key_range(prefix, start, stop)
+        if upper is not None and upper <= lower:
+            return
+        for number, row in enumerate(self._rows(lower, upper, self._families(family), versions)):
             if limit is not None and number >= limit:
                 return
             yield row
+
+    def split_keys(self, parts: int) -> list[str]:
+        """At most `parts - 1` row keys, ascending, that cut the table into about equal ranges.
+
+        Read from RocksDB's file metadata (each table file's first row and size on disk), so a
+        table of any size is cut without reading it. A table that is still mostly in memory (under
+        `_SAMPLE_BELOW` bytes in files: a small crawl, or one whose writes are still in the
+        write-ahead log) is cut by a scan of its keys instead, which takes well under a second there.
+        """
+        if parts < 2:
+            return []
+        files = [(item["start_key"], int(item["size"])) for item in self._db.live_files()]
+        total = sum(size for _, size in files)
+        if total < _SAMPLE_BELOW:
+            return self._sampled_split_keys(parts)
+        cuts: list[str] = []
+        passed = 0
+        for start, size in sorted(files):
+            row = start.split(b"\x00", 1)[0].decode("utf-8", "surrogatepass")
+            if row and passed >= total * (len(cuts) + 1) / parts and (not cuts or row > cuts[-1]):
+                cuts.append(row)
+                if len(cuts) == parts - 1:
+                    break
+            passed += size
+        return cuts
+
+    def _sampled_split_keys(self, parts: int) -> list[str]:
+        """Split keys by counting cells: a row key every (cells / parts) cells."""
+        cells = int(self._db.property_int_value("rocksdb.estimate-num-keys") or 0)
+        step = max(cells // parts, 1)
+        cuts: list[str] = []
+        for number, (key, _) in enumerate(self._range(b"\x01", None, values=False)):
+            if number and number % step == 0:
+                row = key.split(b"\x00", 1)[0].decode("utf-8", "surrogatepass")
+                if not cuts or row > cuts[-1]:
+                    cuts.append(row)
+                    if len(cuts) == parts - 1:
+                        break
+        return cuts
 
 
 def _iso(timestamp: float) -> str:

@@ -1,10 +1,11 @@
 """Export the fetched pages of a crawl table as JSON Lines or Parquet for DuckDB, pandas, Spark.
 
 One record per fetched URL (rows that only hold anchors are pages never fetched and are left
-out): url, status, fetch_time (UTC), title, text, outlinks, plus content_type and duplicate_of.
-When the crawl kept only WARC pointers (`store_text = false`), the text is extracted again from
-the WARC response the pointer names. Parquet is written in row groups of `batch_rows` with zstd
-so that memory stays flat however large the crawl.
+out): url, status, fetch_time (UTC), title, text, outlinks, plus content_type and duplicate_of,
+read through `reader.CrawlReader.pages(text=True)`: when the crawl kept only WARC pointers
+(`store_text = false`), the text is extracted again from the WARC response the pointer names.
+Parquet is written in row groups of `batch_rows` with zstd so that memory stays flat however
+large the crawl.
 """
 
 from __future__ import annotations
@@ -18,15 +19,10 @@ from typing import IO, Any
 
 import msgspec
 
-from crawlspace.fetch.decode import DecodeError, decode_body
-from crawlspace.parse import parse_html
-from crawlspace.store.crawltable import Row
-from crawlspace.store.pagestore import TABLE_DIR, WARC_DIR
-from crawlspace.store.shards import open_crawl_table, table_shards
-from crawlspace.store.warc import Capture, WarcFormatError, parse_http_response, read_record
+from crawlspace.store.crawltable import CrawlTableError
+from crawlspace.store.reader import DEFAULT_MAX_BODY_BYTES, CrawlReader
 
 FORMATS = ("jsonl", "parquet")
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", ""})
 
 
 class ExportError(RuntimeError):
@@ -57,56 +53,25 @@ class PageRecord:
         }
 
 
-def _text_from_warc(warc_dir: Path, pointer: list[Any], max_bytes: int) -> tuple[str | None, str | None]:
-    """(title, text) parsed again from the WARC response a content pointer names."""
-    capture = Capture.from_list(pointer)
+def page_records(crawl_dir: str | Path, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Iterator[PageRecord]:
+    """The export's records, one per fetched page, read through `CrawlReader`."""
     try:
-        record = read_record(warc_dir / capture.filename, capture.offset, capture.length)
-        if record.type != "response":
-            return None, None
-        _, headers, body = parse_http_response(record.block)
-    except (OSError, WarcFormatError):
-        return None, None
-    content_type = headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type not in _HTML_TYPES:
-        return None, None
-    try:
-        content = decode_body(body, headers.get("content-encoding"), max_bytes)
-    except DecodeError:
-        return None, None
-    page = parse_html(content, record.headers.get("warc-target-uri", ""), headers.get("content-type"), None)
-    return page.title, page.text
-
-
-def page_records(crawl_dir: str | Path, *, max_body_bytes: int = 10 * 1024 * 1024) -> Iterator[PageRecord]:
-    crawl_dir = Path(crawl_dir)
-    if not table_shards(crawl_dir):
-        raise ExportError(f"no crawl table in {crawl_dir} (expected {crawl_dir / TABLE_DIR})")
-    with open_crawl_table(crawl_dir) as table:
-        for row in table.scan("", family=("title", "content", "fetch")):
-            record = _record_of(row, crawl_dir / WARC_DIR, max_body_bytes)
-            if record is not None:
-                yield record
-
-
-def _record_of(row: Row, warc_dir: Path, max_body_bytes: int) -> PageRecord | None:
-    fetch = row.fetch
-    if fetch is None:
-        return None
-    title, text = row.title, row.text
-    pointer = row.latest("content", "warc")
-    if text is None and pointer and fetch.get("status") == 200 and not fetch.get("duplicate_of"):
-        title, text = _text_from_warc(warc_dir, pointer, max_body_bytes)
-    return PageRecord(
-        url=row.url,
-        status=int(fetch.get("status", 0)),
-        fetch_time=datetime.fromtimestamp(float(fetch.get("fetched", 0.0)), UTC),
-        title=title,
-        text=text,
-        outlinks=[target for target, _ in row.outlinks],
-        content_type=fetch.get("content_type"),
-        duplicate_of=fetch.get("duplicate_of"),
-    )
+        reader = CrawlReader(crawl_dir, max_body_bytes=max_body_bytes)
+    except CrawlTableError as exc:
+        raise ExportError(str(exc)) from None
+    with reader:
+        for page in reader.pages(text=True):
+            fetch = page.fetch
+            yield PageRecord(
+                url=page.url,
+                status=fetch.status,
+                fetch_time=datetime.fromtimestamp(fetch.fetched, UTC),
+                title=page.title,
+                text=page.text,
+                outlinks=[edge.target for edge in page.outlinks],
+                content_type=fetch.content_type,
+                duplicate_of=fetch.duplicate_of,
+            )
 
 
 def export(

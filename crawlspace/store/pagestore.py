@@ -27,12 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from crawlspace.config import CrawlConfig
 from crawlspace.fetch import FetchResult
 from crawlspace.parse import ParsedPage
-from crawlspace.store.crawltable import DEFAULT_MAX_VERSIONS, CrawlTable
+from crawlspace.store.crawltable import DEFAULT_MAX_VERSIONS, CrawlTable, FetchInfo, fetch_info
 from crawlspace.store.rowkey import row_key
 from crawlspace.store.warc import Capture, RecoveredFile, WarcWriter, fetch_metadata, warc_date
 from crawlspace.urls import InvalidURL, normalize
@@ -71,32 +69,6 @@ class StoreOptions:
         )
 
 
-class FetchInfo(msgspec.Struct, omit_defaults=True, kw_only=True):
-    """The value of a `fetch` cell; the versions of this cell are the page's change history."""
-
-    status: int
-    outcome: str
-    fetched: float
-    fetches: int
-    """Fetches of this URL so far, this one included (with `changes` and `first_fetched`: the
-    counts a change-rate estimator needs, kept even when old versions are trimmed)."""
-    changes: int
-    first_fetched: float
-    duration: float = 0.0
-    fingerprint: int | None = None
-    etag: str | None = None
-    last_modified: str | None = None
-    content_type: str | None = None
-    length: int = 0
-    truncated: str | None = None
-    address: str | None = None
-    location: str | None = None
-    error: str | None = None
-    depth: int | None = None
-    duplicate_of: str | None = None
-    changed: bool | None = None
-
-
 @dataclass(slots=True)
 class StoreStats:
     pages: int = 0
@@ -111,7 +83,7 @@ class StoreStats:
 class _Previous:
     """What the table (or the uncommitted batch) knew about a page before this fetch."""
 
-    fetch: dict[str, Any] | None = None
+    fetch: FetchInfo | None = None
     outlinks: list[str] = field(default_factory=list)
     capture: Capture | None = None
     in_table: bool = False
@@ -130,9 +102,13 @@ def _normal_form(url: str) -> str:
     return normalize(url)
 
 
-def page_outlinks(page: ParsedPage, source: str) -> list[tuple[str, str]]:
-    """Normalized (target, anchor text) per distinct target of a page, self-links left out."""
-    found: dict[str, str] = {}
+def page_outlinks(page: ParsedPage, source: str) -> list[tuple[str, str, bool]]:
+    """Normalized (target, anchor text, nofollow) per distinct target of a page, self-links left out.
+
+    The first non-empty anchor text of a target is kept; a target is nofollow when every link to
+    it is (the crawl follows it if any one link allows it).
+    """
+    found: dict[str, tuple[str, bool]] = {}
     for link in page.links:
         try:
             target = _normal_form(link.url)
@@ -141,9 +117,12 @@ def page_outlinks(page: ParsedPage, source: str) -> list[tuple[str, str]]:
         if target == source:
             continue
         text = " ".join(link.anchor_text.split())
-        if target not in found or (text and not found[target]):
-            found[target] = text
-    return list(found.items())
+        known = found.get(target)
+        if known is None:
+            found[target] = (text, link.nofollow)
+        elif (text and not known[0]) or (known[1] and not link.nofollow):
+            found[target] = (known[0] or text, known[1] and link.nofollow)
+    return [(target, text, nofollow) for target, (text, nofollow) in found.items()]
 
 
 class PageStore:
@@ -207,7 +186,7 @@ class PageStore:
         outlinks = page_outlinks(page, url) if page is not None else []
         capture: Capture | None = None
         if result.status:
-            metadata = fetch_metadata(result, outlinks=[target for target, _ in outlinks], extra=_extra(depth))
+            metadata = fetch_metadata(result, outlinks=[target for target, _, _ in outlinks], extra=_extra(depth))
             capture = self.warc.write_exchange(result, metadata=metadata)
         else:
             self.stats.failures += 1
@@ -266,7 +245,7 @@ class PageStore:
         pointer = cells.get(("content", "warc"))
         outlinks = cells.get(("content", "outlinks"))
         return _Previous(
-            fetch=fetch.value,
+            fetch=fetch_info(fetch.value),
             outlinks=[str(pair[0]) for pair in outlinks.value] if outlinks else [],
             capture=Capture.from_list(pointer.value) if pointer else None,
             in_table=True,
@@ -281,7 +260,7 @@ class PageStore:
         fingerprint: int | None,
         depth: int | None,
         page: ParsedPage | None,
-        outlinks: list[tuple[str, str]],
+        outlinks: list[tuple[str, str, bool]],
         *,
         duplicate_of: str | None = None,
     ) -> None:
@@ -303,8 +282,8 @@ class PageStore:
         if page is not None:
             self._write_anchors(url, key, outlinks, previous, now)
         self._pending[url] = _Previous(
-            fetch=msgspec.to_builtins(info),
-            outlinks=[target for target, _ in outlinks] if page is not None else previous.outlinks,
+            fetch=info,
+            outlinks=[target for target, _, _ in outlinks] if page is not None else previous.outlinks,
             capture=capture or previous.capture,
             in_table=True,
         )
@@ -313,19 +292,19 @@ class PageStore:
         self.maybe_flush()
 
     def _write_anchors(
-        self, source: str, source_key: str, outlinks: list[tuple[str, str]], previous: _Previous, now: float
+        self, source: str, source_key: str, outlinks: list[tuple[str, str, bool]], previous: _Previous, now: float
     ) -> None:
         table = self.table
         linked_before = set(previous.outlinks)
         if linked_before:
-            still = {target for target, _ in outlinks}
+            still = {target for target, _, _ in outlinks}
             for gone in linked_before - still:
                 table.delete(gone, "anchor", qualifier=source)
             keep = table.max_versions["anchor"] - 1
-            for target, _ in outlinks:
+            for target, _, _ in outlinks:
                 if target in linked_before:
                     table.trim(target, "anchor", qualifier=source, keep=keep)
-        table.put_anchors(source_key, [(row_key(target), text) for target, text in outlinks], now)
+        table.put_anchors(source_key, [(row_key(target), text) for target, text, _ in outlinks], now)
         self.stats.anchors += len(outlinks)
 
     # -- durability --------------------------------------------------------------------------
@@ -375,7 +354,7 @@ def _fetch_info(
     fingerprint: int | None,
     depth: int | None,
     duplicate_of: str | None,
-    previous: dict[str, Any] | None,
+    previous: FetchInfo | None,
     now: float,
 ) -> FetchInfo:
     info = FetchInfo(
@@ -398,10 +377,10 @@ def _fetch_info(
         changes=0,
         first_fetched=now,
     )
-    if previous:
-        info.fetches = int(previous.get("fetches", 1)) + 1
-        info.first_fetched = float(previous.get("first_fetched", previous.get("fetched", now)))
+    if previous is not None:
+        info.fetches = previous.fetches + 1
+        info.first_fetched = previous.first_fetched
         if result.status:
-            info.changed = (previous.get("status"), previous.get("fingerprint")) != (result.status, fingerprint)
-        info.changes = int(previous.get("changes", 0)) + (1 if info.changed else 0)
+            info.changed = (previous.status, previous.fingerprint) != (result.status, fingerprint)
+        info.changes = previous.changes + (1 if info.changed else 0)
     return info

@@ -5,7 +5,8 @@ DIR/workers/<k>/table. A page's row lives in its host's partition, but anchor ce
 shard of the partition that parsed the linking page, so a row can be spread over shards. This view
 merges them: `get` unites the cells of a key from every shard (newest first per column, within the
 version limit asked), `scan` merges the shards' key-ordered streams. A single-process crawl has
-DIR/table, read directly.
+DIR/table, read directly. The shards of several crawl directories (several nodes) merge the same
+way; `reader.open_table` decides which tables to open, and everyone reads through `reader.CrawlReader`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from types import TracebackType
 from crawlspace.store.crawltable import CrawlTable, CrawlTableError, Row
 from crawlspace.store.pagestore import TABLE_DIR
 
+_FINER = 4
 WORKERS_DIR = "workers"
 """Where a crawl of several processes keeps each one's state: DIR/workers/<k>/ (crawl.workers)."""
 
@@ -35,7 +37,7 @@ def table_shards(crawl_dir: Path) -> list[Path]:
 
 
 class ShardedTable:
-    """Read-only union of table shards, with the read API of CrawlTable (get, scan)."""
+    """Read-only union of table shards: a `reader.TableReader`, as one `CrawlTable` is."""
 
     def __init__(self, paths: Sequence[Path]) -> None:
         if not paths:
@@ -56,11 +58,15 @@ class ShardedTable:
         self,
         prefix: str = "",
         *,
+        start: str = "",
+        stop: str | None = None,
         family: str | Sequence[str] | None = None,
         versions: int | None = 1,
         limit: int | None = None,
     ) -> Iterator[Row]:
-        streams = [table.scan(prefix, family=family, versions=versions) for table in self.tables]
+        streams = [
+            table.scan(prefix, start=start, stop=stop, family=family, versions=versions) for table in self.tables
+        ]
         merged = heapq.merge(*streams, key=lambda row: row.key)
         count = 0
         group: list[Row] = []
@@ -74,6 +80,19 @@ class ShardedTable:
             group.append(row)
         if group and (limit is None or count < limit):
             yield _merged(group, versions)
+
+    def split_keys(self, parts: int) -> list[str]:
+        """Quantiles of the union, from each shard's own: the shards of one crawl hold similar shares of
+        the rows (hosts are hashed to partitions), so the merged cut points of all shards are about
+        evenly spread over the union's rows, and every (len / parts)-th of them is kept. Each shard
+        is asked for `_FINER` times as many as wanted, which keeps the ranges within about a
+        `_FINER`-th of a range of equal."""
+        if parts < 2:
+            return []
+        keys = sorted({key for table in self.tables for key in table.split_keys(parts * _FINER)})
+        if len(keys) < parts:
+            return keys
+        return [keys[len(keys) * number // parts] for number in range(1, parts)]
 
     def close(self) -> None:
         for table in self.tables:
@@ -106,17 +125,3 @@ def _merged(rows: list[Row], versions: int | None) -> Row:
             kept.append(cell)
             per_column[column] = seen + 1
     return Row(rows[0].key, kept)
-
-
-def open_crawl_table(crawl_dir: str | Path) -> CrawlTable | ShardedTable:
-    """The crawl table of a crawl directory for reading (its shards merged when there are several);
-    a path that is a table directory itself is opened directly."""
-    crawl_dir = Path(crawl_dir)
-    shards = table_shards(crawl_dir)
-    if not shards:
-        if (crawl_dir / "CURRENT").exists():  # a RocksDB directory: the table itself
-            return CrawlTable(crawl_dir, readonly=True)
-        raise CrawlTableError(f"no crawl table in {crawl_dir} (expected {crawl_dir / TABLE_DIR})")
-    if len(shards) == 1:
-        return CrawlTable(shards[0], readonly=True)
-    return ShardedTable(shards)

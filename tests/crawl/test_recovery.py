@@ -20,7 +20,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlspace.simweb import CrawlVerdict, RunningServer, SimWeb, SimWebConfig, judge_crawl, serve_in_background
-from crawlspace.store.shards import open_crawl_table
+from crawlspace.store.reader import CrawlReader
 from tests.conftest import REPO
 
 MIN_DELAY = 0.05
@@ -132,11 +132,8 @@ def test_kill_nine_at_random_moments_loses_nothing(
 
     captures = warc_captures(out)  # every WARC file readable
     assert set(captures) == verdict.expected
-    table = open_crawl_table(out)
-    try:  # and every fetched page has its row in the crawl table, however the kills fell
-        missing_rows = [url for url in verdict.expected if table.get(url, family="fetch") is None]
-    finally:
-        table.close()
+    with CrawlReader(out) as reader:  # and every fetched page has its row in the crawl table, however the kills fell
+        missing_rows = [url for url in verdict.expected if not reader.fetch_history(url)]
     assert not missing_rows, missing_rows[:5]
     stats = json.loads((out / "stats.json").read_text())
     requests = sum(1 for entry in log if entry.path != "/robots.txt")

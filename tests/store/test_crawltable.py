@@ -10,9 +10,10 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
-from crawlspace.store.crawltable import CrawlTable, CrawlTableError, format_row
+from crawlspace.store.crawltable import CrawlTable, CrawlTableError, FetchInfo, fetch_info, format_row
 from crawlspace.store.rowkey import row_key
 
 
@@ -27,16 +28,19 @@ def test_cells_round_trip(table: CrawlTable) -> None:
     text = "long text " * 500
     table.put(url, "title", "Héllo ✓", timestamp=100.0)
     table.put(url, "content", text, qualifier="text", timestamp=100.0)
-    table.put(url, "content", [["http://a.test/", "A"]], qualifier="outlinks", timestamp=100.0)
-    table.put(url, "fetch", {"status": 200, "fingerprint": 2**64 - 1, "etag": None}, timestamp=100.0)
+    table.put(url, "content", [["http://a.test/", "A", True]], qualifier="outlinks", timestamp=100.0)
+    fetch = {"status": 200, "outcome": "ok", "fetched": 99.5, "fetches": 1, "changes": 0, "first_fetched": 99.5}
+    table.put(url, "fetch", {**fetch, "fingerprint": 2**64 - 1, "etag": None}, timestamp=100.0)
     assert table.get(url) is None  # not committed yet
     assert table.commit() == 4
     row = table.get(url)
     assert row is not None
     assert row.key == "test.example.www/http/page?x=1" and row.url == url
     assert row.title == "Héllo ✓" and row.text == text
-    assert row.outlinks == [("http://a.test/", "A")]
-    assert row.fetch == {"status": 200, "fingerprint": 2**64 - 1, "etag": None}
+    assert row.outlinks == [("http://a.test/", "A", True)]
+    assert row.fetch == FetchInfo(
+        status=200, outcome="ok", fetched=99.5, fetches=1, changes=0, first_fetched=99.5, fingerprint=2**64 - 1
+    )
     assert [(cell.family, cell.qualifier) for cell in row.cells] == [
         ("title", ""),
         ("content", "outlinks"),
@@ -100,6 +104,61 @@ def test_delete_one_version_or_all(table: CrawlTable) -> None:
     table.commit()
     row = table.get(url, versions=5)
     assert row is not None and [cell.family for cell in row.cells] == ["title"]
+
+
+def test_fetch_cells_of_the_first_crawls_read_typed() -> None:
+    """Before the change counters (and with a boolean `truncated`), as the first crawls wrote them."""
+    first = {"status": 200, "outcome": "ok", "fetched": 5.0, "truncated": True, "fingerprint": 3}
+    assert fetch_info(first) == FetchInfo(
+        status=200,
+        outcome="ok",
+        fetched=5.0,
+        fetches=1,
+        changes=0,
+        first_fetched=5.0,
+        truncated="length",
+        fingerprint=3,
+    )
+    assert fetch_info({**first, "truncated": False}).truncated is None
+    with pytest.raises(msgspec.ValidationError):
+        fetch_info({"status": "200"})
+
+
+def test_scan_takes_a_key_range(table: CrawlTable) -> None:
+    urls = [f"http://h{number}.test/p" for number in range(6)]
+    for url in urls:
+        table.put(url, "title", url)
+    table.commit()
+    keys = [row_key(url) for url in urls]
+    assert [row.key for row in table.scan(start=keys[2], stop=keys[4])] == keys[2:4]
+    assert [row.key for row in table.scan(start=keys[4])] == keys[4:]
+    assert [row.key for row in table.scan(stop=keys[1])] == keys[:1]
+    assert [row.key for row in table.scan("test.h3", start=keys[1], stop=keys[5])] == [keys[3]]
+    assert list(table.scan(start=keys[3], stop=keys[3])) == []
+    assert [row.key for row in table.scan(start=keys[2][:-2], stop=keys[2] + "x")] == [keys[2]]  # bounds between rows
+
+
+def test_split_keys_cut_a_table_into_ranges(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with CrawlTable(tmp_path / "t") as table:
+        assert table.split_keys(4) == []  # empty
+        urls = sorted((f"http://h{number:03}.test/p" for number in range(400)), key=row_key)
+        for batch in range(4):  # four files of 100 rows each, in key order
+            for url in urls[batch * 100 : (batch + 1) * 100]:
+                table.put(url, "content", "x" * 2000, qualifier="text")
+                table.put(url, "title", url)
+            table.commit()
+            table._db.flush()
+        sampled = table.split_keys(4)  # under _SAMPLE_BELOW on disk: rows counted
+        assert len(sampled) == 3 and sampled == sorted(sampled)
+        monkeypatch.setattr("crawlspace.store.crawltable._SAMPLE_BELOW", 0)
+        from_files = table.split_keys(4)  # from the files' first keys
+        assert from_files == [row_key(urls[100]), row_key(urls[200]), row_key(urls[300])]
+        assert table.split_keys(2) == [row_key(urls[200])]
+        assert table.split_keys(1) == []
+        for cuts in (sampled, from_files):
+            stops: list[str | None] = [*cuts, None]
+            ranges = [list(table.scan(start=start, stop=stop)) for start, stop in zip(["", *cuts], stops, strict=True)]
+            assert [row.url for part in ranges for row in part] == urls and all(len(part) > 50 for part in ranges)
 
 
 def test_scan_is_in_reversed_host_order(table: CrawlTable) -> None:

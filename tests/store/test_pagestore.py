@@ -9,6 +9,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlspace.fetch import FetchResult, Outcome
+from crawlspace.parse import Link, ParsedPage
 from crawlspace.store.pagestore import PageStore, StoreOptions, page_outlinks
 from crawlspace.store.warc import Capture, read_record
 from tests.store.builders import fetch_result, html_page, parsed
@@ -58,11 +59,12 @@ def test_a_page_becomes_warc_records_and_a_row(tmp_path: Path) -> None:
         row = table.get(A)
         assert row is not None
         assert row.title == "Page A" and row.text == "text of Page A"
-        assert row.outlinks == [("http://b.test/page", "to B"), ("http://a.test/self", "self")]
+        assert row.outlinks == [("http://b.test/page", "to B", False), ("http://a.test/self", "self", False)]
         fetch = row.fetch
         assert fetch is not None
-        assert fetch["status"] == 200 and fetch["fingerprint"] == 1 and fetch["etag"] == '"1"'
-        assert fetch["fetched"] == 1e9 and fetch["fetches"] == 1 and "changed" not in fetch and fetch["depth"] == 1
+        assert fetch.status == 200 and fetch.fingerprint == 1 and fetch.etag == '"1"'
+        assert fetch.fetched == 1e9 and fetch.fetches == 1 and fetch.changed is None and fetch.depth == 1
+        assert "changed" not in row.latest("fetch")  # defaults are not written
         assert Capture.from_list(row.latest("content", "warc")) == capture
         anchors = table.get(B)
         assert anchors is not None and [(a.source, a.text) for a in anchors.anchors] == [(A, "to B")]
@@ -129,7 +131,7 @@ def test_an_exact_duplicate_is_a_revisit_of_the_original(tmp_path: Path) -> None
         revisit = store.record_duplicate(fetch_result(B, body, started=1e9 + 1), A, 1e9, fingerprint=5)
         store.flush()
         row = store.table.get(B)
-        assert row is not None and row.fetch is not None and row.fetch["duplicate_of"] == A
+        assert row is not None and row.fetch is not None and row.fetch.duplicate_of == A
         assert Capture.from_list(row.latest("content", "warc")) == revisit
     assert store.stats.revisits == 1
     found = {(kind, url): headers for kind, url, headers in warc_records(tmp_path)}
@@ -193,7 +195,7 @@ def test_a_failed_fetch_gets_a_fetch_cell_only(tmp_path: Path) -> None:
         store.flush()
         row = store.table.get(A)
     assert row is not None and [cell.family for cell in row.cells] == ["fetch"]
-    assert row.fetch == {
+    assert row.latest("fetch") == {  # the cell as stored: crawls written before read the same
         "status": 0,
         "outcome": "timeout",
         "fetched": 1e9,
@@ -215,7 +217,7 @@ def test_a_redirect_keeps_its_location(tmp_path: Path) -> None:
         store.flush()
         row = store.table.get(A)
     assert row is not None and row.fetch is not None
-    assert row.fetch["status"] == 301 and row.fetch["location"] == "http://a.test/new"
+    assert row.fetch.status == 301 and row.fetch.location == "http://a.test/new"
 
 
 def test_text_is_left_to_the_warc_by_default(tmp_path: Path) -> None:
@@ -248,10 +250,25 @@ def test_reopening_recovers_a_torn_warc_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("links", "expected"),
     [
-        ([("http://x.test/a#frag", "one"), ("http://x.test/a", "two")], [("http://x.test/a", "one")]),
-        ([("http://x.test/a", ""), ("http://x.test/a", "named")], [("http://x.test/a", "named")]),
+        ([("http://x.test/a#frag", "one"), ("http://x.test/a", "two")], [("http://x.test/a", "one", False)]),
+        ([("http://x.test/a", ""), ("http://x.test/a", "named")], [("http://x.test/a", "named", False)]),
         ([("mailto:me@x.test", "mail"), ("http://a.test/", "self")], []),
     ],
 )
-def test_outlinks_are_normalized_and_distinct(links: list[tuple[str, str]], expected: list[tuple[str, str]]) -> None:
+def test_outlinks_are_normalized_and_distinct(
+    links: list[tuple[str, str]], expected: list[tuple[str, str, bool]]
+) -> None:
     assert page_outlinks(parsed("", "", links), A) == expected
+
+
+def test_a_target_is_nofollow_only_when_every_link_to_it_is() -> None:
+    links = [
+        Link("http://x.test/n", "", True),
+        Link("http://x.test/n", "named", True),
+        Link("http://x.test/f", "first", True),
+        Link("http://x.test/f", "again", False),
+    ]
+    assert page_outlinks(ParsedPage(links=links), A) == [
+        ("http://x.test/n", "named", True),
+        ("http://x.test/f", "first", False),
+    ]

@@ -20,8 +20,8 @@ from crawlspace.simweb.server import RunningServer, serve_in_background
 from crawlspace.store import CdxjIndex
 from crawlspace.store.cdxj import cdxj_path
 from crawlspace.store.export import page_records
+from crawlspace.store.reader import CrawlReader
 from crawlspace.store.rowkey import row_key
-from crawlspace.store.shards import open_crawl_table
 from crawlspace.store.warc import Capture, iter_records, read_record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,7 +85,7 @@ def test_every_stored_capture_is_in_the_table_and_the_index(crawled: tuple[SimWe
     _, crawl = crawled
     index = CdxjIndex(crawl / "warc")
     captures = 0
-    with open_crawl_table(crawl) as table:
+    with CrawlReader(crawl) as reader:
         for path in warc_paths(crawl):
             for record in iter_records(path):
                 assert not record.problem
@@ -93,7 +93,7 @@ def test_every_stored_capture_is_in_the_table_and_the_index(crawled: tuple[SimWe
                     continue
                 captures += 1
                 url = record.headers["warc-target-uri"]
-                row = table.get(url, versions=16)
+                row = reader.table.get(url, versions=16)
                 assert row is not None, url
                 pointers = [Capture.from_list(cell.value) for cell in row.versions("content", "warc")]
                 assert any(p.filename == path.name and p.offset == record.offset for p in pointers), url
@@ -106,13 +106,13 @@ def test_anchors_match_the_ground_truth(crawled: tuple[SimWeb, Path]) -> None:
     web, crawl = crawled
     checked = 0
     targets_with_many_sources = 0
-    with open_crawl_table(crawl) as table:
+    with CrawlReader(crawl) as reader:
         anchors: dict[str, dict[str, str]] = {}
-        for row in table.scan(family="anchor", versions=1):
+        for row in reader.table.scan(family="anchor", versions=1):
             anchors[row.url] = {anchor.source: anchor.text for anchor in row.anchors}
-        for row in table.scan(family="fetch"):
+        for row in reader.table.scan(family="fetch"):
             fetch = row.fetch
-            if not fetch or fetch["status"] != 200 or fetch.get("duplicate_of") or row.url.endswith("/robots.txt"):
+            if not fetch or fetch.status != 200 or fetch.duplicate_of or row.url.endswith("/robots.txt"):
                 continue
             expected: dict[str, str] = {}
             for link in web.links(row.url):
@@ -130,21 +130,21 @@ def test_anchors_match_the_ground_truth(crawled: tuple[SimWeb, Path]) -> None:
 
 def test_scan_order_is_reversed_host_order(crawled: tuple[SimWeb, Path]) -> None:
     _, crawl = crawled
-    with open_crawl_table(crawl) as table:
-        keys = [row.key for row in table.scan()]
-        assert keys == sorted(keys) and keys == sorted(row_key(row.url) for row in table.scan())
+    with CrawlReader(crawl) as reader:
+        keys = [row.key for row in reader.table.scan()]
+        assert keys == sorted(keys) and keys == sorted(row_key(row.url) for row in reader.table.scan())
         hosts = [key.split("/", 1)[0] for key in keys]
         runs = [host for number, host in enumerate(hosts) if number == 0 or hosts[number - 1] != host]
         assert len(runs) == len(set(runs))  # each host's rows are contiguous
         first_host = hosts[0]
-        assert all(row.key.startswith(first_host + "/") for row in table.scan(first_host + "/"))
+        assert all(row.key.startswith(first_host + "/") for row in reader.table.scan(first_host + "/"))
 
 
 def test_export_has_every_fetched_page(crawled: tuple[SimWeb, Path]) -> None:
     _, crawl = crawled
     records = list(page_records(crawl))
-    with open_crawl_table(crawl) as table:
-        fetched = [row.url for row in table.scan(family="fetch")]
+    with CrawlReader(crawl) as reader:
+        fetched = [row.url for row in reader.table.scan(family="fetch")]
     assert [record.url for record in records] == fetched
     pages = [record for record in records if record.status == 200 and record.text and record.title]
     assert len(pages) > 150 and all(record.outlinks for record in pages[:50] if "robots.txt" not in record.url)
@@ -172,8 +172,8 @@ def test_a_crawl_killed_with_kill_9_leaves_valid_warc_files_after_resume(tmp_pat
             process.wait()
         killed = warc_paths(out)
         assert killed and not any(cdxj_path(path).exists() for path in killed)  # left open by the dead crawl
-        with open_crawl_table(out) as table:  # committed pointers point at whole records
-            pointers = [row.latest("content", "warc") for row in table.scan(family="content")]
+        with CrawlReader(out) as reader:  # committed pointers point at whole records
+            pointers = [row.latest("content", "warc") for row in reader.table.scan(family="content")]
         for pointer in filter(None, pointers):
             capture = Capture.from_list(pointer)
             assert read_record(out / "warc" / capture.filename, capture.offset, capture.length).type in (
