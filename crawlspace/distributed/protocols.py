@@ -11,9 +11,10 @@ Contract for an implementer of `Peers`:
 - `claim_first` asks the partition owning the fingerprint (`assignment.content_owner`) and may
   return None when that partition cannot answer in reasonable time (the engine then decides
   locally: a duplicate may be stored twice, nothing is lost); it must never block the crawl.
-- `sent`, `received` and `idle` are the counters of the four-counter termination test
-  (distributed.termination): `sent` counts every transmitted batch, resends included; `idle` is
-  set by the engine.
+- `sent`, `received` and `idle` answer the termination probes (distributed.termination): `sent`
+  counts every transmitted batch, resends included, `received` every delivery journaled, repeats
+  included; `idle` is set by the engine (nothing to fetch, nothing in flight, every batch it sent
+  acknowledged).
 - A stop from the cluster (a coordinator, an operator) goes to `Inbox.stop(reason)`.
 """
 

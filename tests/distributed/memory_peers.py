@@ -1,0 +1,115 @@
+"""An in-memory `Peers` for crawls of several partitions in one event loop, with a network that can
+drop and repeat messages: the fake every transport's contract is tested against (distributed.protocols).
+
+Delivery goes through `loop.call_soon`, as a socket's would arrive on a later turn of the loop. A
+dropped batch or acknowledgement is gone; the sender keeps the batch unacknowledged, and
+`reconnect` (what a resume does: `CrawlEngine.connect`) sends every such batch again. A repeated
+batch is delivered twice; the receiver's URL set must drop the second copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass, field
+
+from crawlspace.distributed.assignment import content_owner
+from crawlspace.distributed.claims import Answer, ContentClaims
+from crawlspace.distributed.protocols import Inbox
+from crawlspace.distributed.splitter import Batch
+from crawlspace.distributed.termination import ProbeAnswer
+
+
+@dataclass
+class MemoryNetwork:
+    drop_batches: int = 0  # the next this many URL batches are lost
+    drop_acks: int = 0  # the next this many acknowledgements are lost
+    repeat: bool = False  # every URL batch is delivered twice
+    meshes: dict[int, MemoryMesh] = field(default_factory=dict)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def mesh(self, index: int, partitions: int, *, hold_until_settled: bool) -> MemoryMesh:
+        mesh = self.meshes[index] = MemoryMesh(self, index, partitions, hold_until_settled)
+        return mesh
+
+    def probe(self) -> dict[int, ProbeAnswer]:
+        return {index: ProbeAnswer(m.idle, m.sent, m.received) for index, m in self.meshes.items()}
+
+    def reconnect(self) -> None:
+        """As after a resume: counters start again, every unacknowledged batch is sent again."""
+        self.counts["reconnects"] += 1
+        for mesh in self.meshes.values():
+            mesh.sent = mesh.received = 0
+        for mesh in self.meshes.values():
+            mesh.resend()
+
+    def carry_batch(self, batch: Batch, sender: int) -> None:
+        if self.drop_batches > 0:
+            self.drop_batches -= 1
+            self.counts["batches dropped"] += 1
+            return
+        loop = asyncio.get_running_loop()
+        for _ in range(2 if self.repeat else 1):
+            loop.call_soon(self.meshes[batch.peer].deliver, batch, sender)
+            self.counts["batches delivered"] += 1
+
+    def carry_ack(self, receiver: int, sender: int, number: int) -> None:
+        if self.drop_acks > 0:
+            self.drop_acks -= 1
+            self.counts["acks dropped"] += 1
+            return
+        asyncio.get_running_loop().call_soon(self.meshes[receiver].acknowledged, sender, number)
+
+
+class MemoryMesh:
+    """One partition's end: implements distributed.protocols.Peers."""
+
+    def __init__(self, network: MemoryNetwork, index: int, partitions: int, hold_until_settled: bool) -> None:
+        self.index = index
+        self.partitions = partitions
+        self.sent = 0
+        self.received = 0
+        self.idle = False
+        self._network = network
+        self._hold = hold_until_settled
+        self.inbox: Inbox | None = None
+        self.claims: ContentClaims | None = None
+        self.resend_batches: list[Batch] = []
+
+    async def start(self, inbox: Inbox) -> None:
+        self.inbox = inbox
+        self.claims = ContentClaims(inbox, hold_until_settled=self._hold)
+
+    def transmit(self, batches: list[Batch]) -> None:
+        self.sent += len(batches)
+        for batch in batches:
+            self._network.carry_batch(batch, self.index)
+
+    def resend(self) -> None:
+        engine = self.inbox
+        router = getattr(engine, "router", None)
+        if router is not None:
+            self.transmit(router.unacknowledged)
+
+    def deliver(self, batch: Batch, sender: int) -> None:
+        assert self.inbox is not None
+        if self.inbox.receive_urls(list(batch.entries), forwarded=batch.forward):
+            self.received += 1
+            self._network.carry_ack(sender, self.index, batch.number)
+
+    def acknowledged(self, receiver: int, number: int) -> None:
+        assert self.inbox is not None
+        self.inbox.batch_acknowledged(receiver, number)
+
+    async def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer | None:
+        owner = self._network.meshes[content_owner(body_fingerprint, self.partitions)]
+        assert owner.claims is not None
+        return owner.claims.claim(self.index, 0, body_fingerprint, url, fetched_at)
+
+    def settle(self, body_fingerprint: int, url: str, *, stored: bool) -> None:
+        owner = self._network.meshes[content_owner(body_fingerprint, self.partitions)]
+        assert owner.claims is not None
+        owner.claims.settle(body_fingerprint, url, stored=stored)
+
+    async def close(self, termination: str = "") -> None:
+        self.inbox = None
