@@ -1133,6 +1133,7 @@ class CrawlEngine:
             agent=self.config.robots_agent,
             link_headers=header_values(result, "link"),
             max_links=self.config.max_links_per_page,
+            max_text_chars=self.config.max_text_chars,
         )
 
     async def _fetch_page(self, fetcher: Fetcher, url: str) -> FetchResult:
