@@ -173,6 +173,15 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     max_decoded_bytes: Annotated[
         int, _doc("Content-Encoding is undone up to this many bytes; beyond, the body is truncated.", ge=1024)
     ] = 10 * 1024 * 1024
+    spill_bytes: Annotated[
+        int,
+        _doc(
+            "A body, or its decoded content, beyond this many bytes is written to an unnamed temporary file in the "
+            "crawl directory as it arrives instead of being held in memory until its page is processed: bodies in "
+            "flight take at most concurrency x 2 x this much memory, whatever their size.",
+            ge=64 * 1024,
+        ),
+    ] = 1024 * 1024
     max_compression_ratio: Annotated[
         float, _doc("Decoded-to-encoded size ratio beyond which a body (over 1 MiB decoded) is a bomb.", ge=2)
     ] = 100.0

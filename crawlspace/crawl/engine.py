@@ -488,7 +488,7 @@ class CrawlEngine:
         for sig in self._signals:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal)
-        fetcher = Fetcher.from_config(self.config, self.resolver, self.guard)
+        fetcher = Fetcher.from_config(self.config, self.resolver, self.guard, spill_dir=self.out_dir)
         reporter = ProgressReporter(
             self.stats,
             self._gauges,
@@ -800,8 +800,9 @@ class CrawlEngine:
         decision = self.retry.decide(result, attempts)
         first_elsewhere = None
         if self.partition is not None and entry.url not in self._sitemaps and self._content_checked(result):
-            body = result.content(self.config.max_body_bytes)  # decoded once, kept by the result
-            first_elsewhere = await self.partition.claim_first(content_fingerprint(body), result.url, result.started)
+            # no local keeps the content while the owner answers: a spilled one is read again by _record
+            fingerprint = content_fingerprint(result.content(self.config.max_body_bytes))
+            first_elsewhere = await self.partition.claim_first(fingerprint, result.url, result.started)
         try:
             if entry.url in self._sitemaps:
                 if not decision.retry:
@@ -817,6 +818,7 @@ class CrawlEngine:
             elif decision.reason:
                 self.stats.errors["gave-up-after-retries"] += 1
         finally:
+            result.release()  # stored and parsed: a spilled body's files go now, not when the task is collected
             self._release(
                 lease,
                 result.duration,
