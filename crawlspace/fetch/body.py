@@ -94,48 +94,54 @@ class BodyBuffer:
 
     `spill_bytes` None keeps everything in memory (a fetcher without a spill directory does)."""
 
-    __slots__ = ("_chunks", "_directory", "_fd", "_spilled", "size", "spill_bytes")
+    __slots__ = ("_chunks", "_directory", "_spilled", "size", "spill_bytes")
 
     def __init__(self, spill_bytes: int | None = None, directory: str | Path | None = None) -> None:
         self.spill_bytes = spill_bytes
         self._directory = directory
         self._chunks: list[bytes] = []
-        self._fd: int | None = None
-        self._spilled: SpilledBytes | None = None
+        self._spilled: SpilledBytes | None = None  # once the bytes are in a file: the file
         self.size = 0
 
     def __len__(self) -> int:
         return self.size
 
     def __repr__(self) -> str:
-        where = "in memory" if self._fd is None else "spilled"
+        where = "in memory" if self._spilled is None else "spilled"
         return f"<BodyBuffer {self.size} bytes {where}>"
 
     @property
     def spilled(self) -> bool:
-        return self._fd is not None
+        return self._spilled is not None
 
     def append(self, data: bytes) -> None:
+        """Add bytes. `size` counts only what is held: if a write to the file fails (a full disk), the
+        body is cut where the file ends and the error goes to the caller."""
         if not data:
             return
-        self.size += len(data)
-        if self._fd is not None:
-            self._write(data)
+        if self._spilled is not None:
+            self._write(self._spilled, data)
+            self.size += len(data)
             return
         self._chunks.append(data)
+        self.size += len(data)
         if self.spill_bytes is not None and self.size > self.spill_bytes:
-            with tempfile.TemporaryFile(dir=self._directory) as file:  # O_TMPFILE or unlinked at once
-                self._fd = os.dup(file.fileno())
-            self._spilled = SpilledBytes(self._fd, 0)  # owns the fd from now on: closed with it
-            chunks, self._chunks = self._chunks, []
-            for chunk in chunks:
-                self._write(chunk)
+            self._spill()
 
-    def _write(self, data: bytes) -> None:
-        assert self._fd is not None
+    def _spill(self) -> None:
+        with tempfile.TemporaryFile(dir=self._directory) as file:  # O_TMPFILE, or unlinked at once
+            spilled = self._spilled = SpilledBytes(os.dup(file.fileno()), 0)  # it owns the descriptor
+        chunks, self._chunks, self.size = self._chunks, [], 0
+        for chunk in chunks:
+            self._write(spilled, chunk)
+            self.size += len(chunk)
+
+    @staticmethod
+    def _write(spilled: SpilledBytes, data: bytes) -> None:
+        fd = spilled._open_fd()
         view = memoryview(data)
         while view:
-            view = view[os.write(self._fd, view) :]
+            view = view[os.write(fd, view) :]
 
     def getvalue(self) -> bytes:
         """All the bytes as one bytes object (read back from the file when spilled)."""

@@ -113,3 +113,20 @@ def test_large_pages_spill_and_read_back_as_they_would_in_memory(tmp_path: Path,
     assert spilling.body.read() == in_memory.body
     assert list(tmp_path.iterdir()) == []
     spilling.release()
+
+
+def test_a_full_disk_cuts_the_body_where_the_file_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    buffer = BodyBuffer(1 << 16, tmp_path)
+    buffer.append(b"a" * (1 << 17))
+    real_write = os.write
+
+    def full(fd: int, data: bytes | memoryview) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError):
+        buffer.append(b"b" * 1000)
+    monkeypatch.setattr(os, "write", real_write)
+    spilled = buffer.finish()
+    assert isinstance(spilled, SpilledBytes) and spilled.read() == b"a" * (1 << 17)
+    spilled.close()
