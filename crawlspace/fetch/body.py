@@ -110,10 +110,6 @@ class BodyBuffer:
         where = "in memory" if self._spilled is None else "spilled"
         return f"<BodyBuffer {self.size} bytes {where}>"
 
-    @property
-    def spilled(self) -> bool:
-        return self._spilled is not None
-
     def append(self, data: bytes) -> None:
         """Add bytes. `size` counts only what is held: if a write to the file fails (a full disk), the
         body is cut where the file ends and the error goes to the caller."""
