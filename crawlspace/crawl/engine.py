@@ -48,7 +48,6 @@ from crawlspace.seen import ContentKind, ContentSeen, UrlSet
 from crawlspace.store import PageStore, StoreOptions
 from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of, url_fingerprint
 from crawlspace.urls.filter import Reason, filter_from_config
-from crawlspace.urls.fingerprint import content_fingerprint
 
 
 def _host_failed(result: FetchResult) -> bool:
@@ -491,7 +490,7 @@ class CrawlEngine:
         for sig in self._signals:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal)
-        fetcher = Fetcher.from_config(self.config, self.resolver, self.guard)
+        fetcher = Fetcher.from_config(self.config, self.resolver, self.guard, spill_dir=self.out_dir)
         reporter = ProgressReporter(
             self.stats,
             self._gauges,
@@ -803,7 +802,7 @@ class CrawlEngine:
         decision = self.retry.decide(result, attempts)
         first = None
         if self.partition is not None and entry.url not in self._sitemaps and self._content_checked(result):
-            first = await self.partition.claim_first(content_fingerprint(result.body), result.url, result.started)
+            first = await self.partition.claim_first(result.payload_fingerprint(), result.url, result.started)
         try:
             if entry.url in self._sitemaps:
                 if not decision.retry:
@@ -819,6 +818,7 @@ class CrawlEngine:
             elif decision.reason:
                 self.stats.errors["gave-up-after-retries"] += 1
         finally:
+            result.release()  # stored and parsed: a spilled body's files go now, not when the task is collected
             self._release(
                 lease,
                 result.duration,
@@ -988,7 +988,7 @@ class CrawlEngine:
         if not self._content_checked(result):
             self.store.record(result, depth=entry.depth)
             return None
-        fingerprint = content_fingerprint(result.body)
+        fingerprint = result.payload_fingerprint()
         verdict = self.content.check(result.url, fingerprint, result.started, first=first)
         of_url, of_time = verdict.of_url, verdict.of_time
         if verdict.kind is ContentKind.EXACT:  # seen at another URL: a revisit record, links not extracted
@@ -1164,6 +1164,7 @@ class CrawlEngine:
             agent=self.config.robots_agent,
             link_headers=header_values(result, "link"),
             max_links=self.config.max_links_per_page,
+            max_text_chars=self.config.max_text_chars,
         )
 
     async def _fetch_page(self, fetcher: Fetcher, url: str) -> FetchResult:

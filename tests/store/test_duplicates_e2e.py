@@ -24,7 +24,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.fetch import FetchResult, Outcome
 from crawlspace.simweb import SimWeb, SimWebConfig
 from crawlspace.simweb.server import serve_in_background
-from crawlspace.store.shards import open_crawl_table
+from crawlspace.store.reader import CrawlReader
 from tests.store.test_store_e2e import assert_valid_warcs
 
 WEB = SimWebConfig(
@@ -68,7 +68,7 @@ def read_stored(crawl: Path) -> Stored:
                     stored.revisits.append(headers)
                     continue
                 uri = headers["WARC-Target-URI"]
-                status = record.http_headers.status_code if record.http_headers is not None else 0
+                status = (record.http_headers.status_code or 0) if record.http_headers is not None else 0
                 if 200 <= status < 300 and not uri.endswith("/robots.txt"):
                     digest = headers["WARC-Payload-Digest"]
                     stored.responses[digest].append((uri, headers["WARC-Date"], headers["WARC-Record-ID"]))
@@ -95,11 +95,11 @@ def assert_exact_duplicates_are_revisits(crawl: Path) -> Stored:
     assert len(exact) == stats["duplicate_content"], (len(exact), stats["duplicate_content"])
     duplicate_of = {r["WARC-Target-URI"]: r["WARC-Refers-To-Target-URI"] for r in exact}
     in_table: dict[str, str] = {}
-    with open_crawl_table(crawl) as table:
-        for row in table.scan(family="fetch"):
-            fetch = row.fetch
-            if fetch and fetch.get("duplicate_of") and fetch["duplicate_of"] != row.url:
-                in_table[row.url] = fetch["duplicate_of"]
+    with CrawlReader(crawl) as reader:
+        for page in reader.pages():
+            of = page.fetch.duplicate_of
+            if of and of != page.url:
+                in_table[page.url] = of
     assert in_table == duplicate_of
     return stored
 
