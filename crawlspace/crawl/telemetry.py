@@ -26,6 +26,7 @@ import dataclasses
 import enum
 import itertools
 import json
+import logging
 import sys
 import time
 import typing
@@ -41,6 +42,8 @@ from rich.table import Table
 
 PROGRESS_FILE = "progress.jsonl"
 
+log = logging.getLogger(__name__)
+
 _NOT_CHECKPOINTED = frozenset({"started_at", "finished_at", "sections", "termination"})
 
 
@@ -48,8 +51,8 @@ class Merge(enum.Enum):
     """How the values of one field in several partitions become the crawl's value."""
 
     SUM = "sum"  # counts of disjoint partitions add up; None (not measured there) is left out
-    MAX = "max"  # the latest time, the longest run, the most runs; None left out
-    MIN = "min"  # the earliest start; None left out
+    MAX = "max"  # the latest time, the longest run, the most runs; None (not yet known) in one: None
+    MIN = "min"  # the earliest start; None in one: None
     FIRST = "first"  # the first partition's: one value stands for all (how the crawl ended)
     COUNTS = "counts"  # Counters, added key by key
     ELEMENTWISE = "elementwise"  # lists of counts, added position by position (the front queues' sizes)
@@ -102,9 +105,9 @@ def _merged(rule: Merge, values: list[Any]) -> Any:
         case Merge.SUM:
             return sum(present) if present else None
         case Merge.MAX:
-            return max(present) if present else None
+            return max(values) if len(present) == len(values) else None  # finished when all partitions are
         case Merge.MIN:
-            return min(present) if present else None
+            return min(values) if len(present) == len(values) else None
         case Merge.FIRST:
             return values[0]
         case Merge.COUNTS:
@@ -342,15 +345,18 @@ class TelemetrySink(Protocol):
 
     - `publish` is called with every Snapshot, at the reporting cadence (`progress_interval`), and
       with a last one after the crawl's final checkpoint, whose `stats` are those of stats.json.
-      It is called on the thread of the loop that crawls (in a multi-process crawl, the
-      coordinator's; with `await Crawler.crawl()` that is not the application's thread): return
-      quickly, and hand slow work (a network write) to a thread or a buffer of your own.
-    - A Snapshot is an immutable value: keep it as long as you like. `snapshot.to_builtins()` gives
-      plain data for JSON or msgpack, and `Snapshot.from_builtins` reads it back on the other side;
-      `merge` combines the Snapshots of several partitions (or nodes) into the crawl's.
+      It is called on the thread that runs the crawl: the engine's event loop in one process; the
+      coordinator's thread with several (under `await Crawler.crawl()`, a thread of its own, not
+      the application's loop). Return quickly: hand slow work (a network write) to a thread or a
+      buffer of your own, or the crawl waits for it.
+    - A Snapshot is a value nothing changes once it is published: keep it as long as you like.
+      `snapshot.to_builtins()` gives plain data for JSON or msgpack, `Snapshot.from_builtins` reads
+      it back on the other side, and `merge` combines the Snapshots of several partitions (or
+      nodes) into the crawl's.
     - `close` is called once, after the last `publish`: release what the sink holds.
-    - Do not raise: a sink that can fail (a lost connection) counts and reports its own failures.
-      An exception reaches the crawl, after every other sink has had the Snapshot.
+    - An exception does not stop the crawl nor the other sinks: `Telemetry` logs it (the first
+      time for each sink) and counts it in `Telemetry.failures`; the sink misses that Snapshot.
+      A sink that can fail often (a lost connection) had better count and retry on its own.
     """
 
     def publish(self, snapshot: Snapshot) -> None: ...
@@ -364,6 +370,7 @@ class Telemetry:
     def __init__(self, sinks: Sequence[TelemetrySink]) -> None:
         self.sinks = list(sinks)
         self.latest: Snapshot | None = None
+        self.failures: Counter[int] = Counter()  # exceptions raised by each sink, by its place in `sinks`
         self._last_pages = 0
         self._last_time = time.monotonic()
         self._closed = False
@@ -376,7 +383,8 @@ class Telemetry:
         self._last_pages, self._last_time = pages, now
         published = dataclasses.replace(snapshot, pages_per_second_recent=recent)
         self.latest = published
-        _each(self.sinks, lambda sink: sink.publish(published))
+        for number, sink in enumerate(self.sinks):
+            self._call(number, sink.publish, published)
         return published
 
     def close(self, final: Snapshot | None = None) -> Snapshot | None:
@@ -384,24 +392,20 @@ class Telemetry:
         if self._closed:
             return self.latest
         self._closed = True
-        try:
-            if final is not None:
-                self.publish(final)
-        finally:
-            _each(self.sinks, lambda sink: sink.close())
+        if final is not None:
+            self.publish(final)
+        for number, sink in enumerate(self.sinks):
+            self._call(number, sink.close)
         return self.latest
 
-
-def _each(sinks: Sequence[TelemetrySink], call: Callable[[TelemetrySink], None]) -> None:
-    """Call every sink, then raise the first failure: one broken sink does not starve the others."""
-    failure: BaseException | None = None
-    for sink in sinks:
+    def _call(self, number: int, method: Callable[..., None], *args: Any) -> None:
+        """A sink's failure is its own: the crawl and the other sinks go on (progress is not worth a crawl)."""
         try:
-            call(sink)
-        except Exception as exc:
-            failure = failure or exc
-    if failure is not None:
-        raise failure
+            method(*args)
+        except Exception:
+            if not self.failures[number]:
+                log.warning("telemetry sink %r failed (logged once, counted after)", self.sinks[number], exc_info=True)
+            self.failures[number] += 1
 
 
 class JsonLinesSink:
