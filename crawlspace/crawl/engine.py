@@ -26,8 +26,17 @@ from typing import Any
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import journal
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState, Journals
-from crawlspace.crawl.housekeeping import CrawlStats, ProgressReporter
 from crawlspace.crawl.journal import ReplayReport, replay
+from crawlspace.crawl.telemetry import (
+    PROGRESS_FILE,
+    CrawlStats,
+    Gauges,
+    JsonLinesSink,
+    Snapshot,
+    Telemetry,
+    TelemetrySink,
+    display_sink,
+)
 from crawlspace.crawl.workers import PageBudget, PartitionLink
 from crawlspace.distributed.splitter import Batch
 from crawlspace.dns import AddressGuard, DNSFailure, Resolver
@@ -84,7 +93,10 @@ class CrawlEngine:
         handle_signals: bool = True,
         partition: PartitionLink | None = None,
         budget: PageBudget | None = None,
+        telemetry: Sequence[TelemetrySink] | None = None,
     ) -> None:
+        """`telemetry`: the sinks of the crawl's Snapshots besides DIR/progress.jsonl (None: the
+        terminal's, `display_sink(live_progress)`; a partition's goes to its coordinator)."""
         self.config = config
         self.partition = partition  # one of several processes of a crawl (crawl.workers), or None
         self.budget = budget or PageBudget(config.max_pages)
@@ -169,7 +181,8 @@ class CrawlEngine:
             warc_dir=partition.warc_dir if partition else None,
             recover=partition is None,  # the partitions share one WARC directory, recovered before they start
         )
-        self._live_progress = live_progress
+        sinks = telemetry if telemetry is not None else [display_sink(live_progress)]
+        self.telemetry = Telemetry([JsonLinesSink(self.out_dir / PROGRESS_FILE), *sinks])
         # Ctrl-C and SIGTERM stop the crawl gracefully; not when it runs inside an application's own loop
         self._signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
         self._changed = asyncio.Event()
@@ -466,17 +479,9 @@ class CrawlEngine:
             await asyncio.sleep(0.02)
             self._send_batches()
 
-    def report(self) -> dict[str, Any]:
-        """A partition's figures for the coordinator's progress display."""
-        stats = self.stats
-        return {
-            "pages": stats.pages_fetched,
-            "bytes": stats.bytes_downloaded,
-            "robots_excluded": stats.robots_excluded,
-            "duplicate_content": stats.duplicate_content,
-            "errors": sum(stats.errors.values()),
-            **{key: value for key, value in self._gauges().items() if isinstance(value, int)},
-        }
+    def snapshot(self) -> Snapshot:
+        """The crawl as it stands: the counters (copied) and the gauges."""
+        return Snapshot.take(self.stats, self._gauges())
 
     def _count_fetch(self, result: FetchResult) -> None:
         size = len(result.body)
@@ -491,24 +496,16 @@ class CrawlEngine:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal)
         fetcher = Fetcher.from_config(self.config, self.resolver, self.guard, spill_dir=self.out_dir)
-        reporter = ProgressReporter(
-            self.stats,
-            self._gauges,
-            self.out_dir / "progress.jsonl",
-            live=self._live_progress,
-            quiet=bool(self.partition),
-        )
         try:
             async with fetcher:
-                with reporter:
-                    progress = asyncio.create_task(self._report_periodically(reporter))
-                    sender = asyncio.create_task(self._send_periodically()) if self.partition else None
-                    try:
-                        await self._dispatch(fetcher)
-                    finally:
-                        progress.cancel()
-                        if sender is not None:
-                            sender.cancel()
+                progress = asyncio.create_task(self._report_periodically())
+                sender = asyncio.create_task(self._send_periodically()) if self.partition else None
+                try:
+                    await self._dispatch(fetcher)
+                finally:
+                    progress.cancel()
+                    if sender is not None:
+                        sender.cancel()
         finally:
             for sig in self._signals:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -550,6 +547,8 @@ class CrawlEngine:
         self.stats.finished_at = time.time()
         with contextlib.suppress(OSError) if self.disk_full else contextlib.nullcontext():
             self.stats.write(self.out_dir / "stats.json")
+        with contextlib.suppress(OSError) if self.disk_full else contextlib.nullcontext():
+            self.telemetry.close(self.snapshot())  # the last Snapshot, what stats.json says, to every sink
         for close in (
             functools.partial(self.urlset.close, checkpoint=committed),  # never ahead of the journal
             self.content.close,
@@ -675,7 +674,7 @@ class CrawlEngine:
         elif config.max_bytes is not None and self.stats.bytes_downloaded >= config.max_bytes:
             self.stop("max-bytes")
 
-    async def _report_periodically(self, reporter: ProgressReporter) -> None:
+    async def _report_periodically(self) -> None:
         last_checkpoint = time.monotonic()
         while True:
             await asyncio.sleep(self.config.progress_interval)
@@ -693,17 +692,17 @@ class CrawlEngine:
                     self.stop("checkpoint-failed")
             except CheckpointError:  # the journal failed before: the crawl is stopping already
                 self.stats.errors["checkpoint-failed"] += 1
-            reporter.report()
+            self.telemetry.publish(self.snapshot())
 
-    def _gauges(self) -> dict[str, Any]:
-        return {
+    def _gauges(self) -> Gauges:
+        return Gauges(
             **self.frontier.gauges(),
-            "urls_seen": len(self.urlset),
-            "urls_buffered": self.urlset.pending,
-            "robots_cached": len(self.robots),
-            "dns_cached": len(self.resolver),
+            urls_seen=len(self.urlset),
+            urls_buffered=self.urlset.pending,
+            robots_cached=len(self.robots),
+            dns_cached=len(self.resolver),
             **self.extensions.gauges(),
-        }
+        )
 
     # -- one lease ---------------------------------------------------------------------------
 
