@@ -17,12 +17,12 @@ from crawlspace.config import ConfigError, CrawlConfig
 
 if TYPE_CHECKING:
     from crawlspace.api import Crawler, CrawlError
-    from crawlspace.crawl.housekeeping import CrawlStats
+    from crawlspace.crawl.telemetry import CrawlStats
 
 __all__ = ["ConfigError", "CrawlConfig", "CrawlError", "CrawlStats", "Crawler"]
 __version__ = "0.1.0"
 
-_LAZY = {"Crawler": "crawlspace.api", "CrawlError": "crawlspace.api", "CrawlStats": "crawlspace.crawl.housekeeping"}
+_LAZY = {"Crawler": "crawlspace.api", "CrawlError": "crawlspace.api", "CrawlStats": "crawlspace.crawl.telemetry"}
 
 
 def __getattr__(name: str) -> Any:

@@ -26,7 +26,7 @@ from pathlib import Path
 from crawlspace.config import ConfigError, CrawlConfig
 from crawlspace.crawl.checkpoint import STARTUP_ERRORS, report_recovery
 from crawlspace.crawl.engine import CrawlEngine
-from crawlspace.crawl.housekeeping import CrawlStats
+from crawlspace.crawl.telemetry import CrawlStats, TelemetrySink, display_sink
 from crawlspace.crawl.workers import ParallelCrawl, WorkerStartupError
 from crawlspace.hooks.protocols import Item, ItemSink, PageProcessor, Prioritizer, ProtocolHandler, UrlFilter
 from crawlspace.hooks.runtime import Extensions
@@ -178,6 +178,9 @@ class Crawler:
     - `filters`, `prioritizer`, `processors`, `sinks`, `handlers`: see crawlspace.hooks.
     - `progress`: the live display (True/False; None: when stderr is a terminal). Progress lines
       also go to OUT/progress.jsonl.
+    - `telemetry`: more places for the crawl's progress, each a `TelemetrySink`
+      (crawlspace.crawl.telemetry) that receives every Snapshot of the crawl at the reporting
+      cadence (`progress_interval`), merged over the processes of a multi-process crawl.
     - `resume`: continue the crawl in `out` from its last checkpoint (crawlspace.crawl.checkpoint);
       seeds are then optional, and `config` defaults to the one saved in OUT/config.json (keys
       that a given `config` changes are listed in `config_changes`).
@@ -196,6 +199,7 @@ class Crawler:
         sinks: Sequence[ItemSink | Callable[[Item], object]] = (),
         handlers: Mapping[str, ProtocolHandler] | None = None,
         progress: bool | None = None,
+        telemetry: Sequence[TelemetrySink] = (),
         resume: bool = False,
     ) -> None:
         if config is not None and not isinstance(config, CrawlConfig):
@@ -210,6 +214,7 @@ class Crawler:
         if saved is not None:
             self.config_changes = saved.differences(self.config)
         self.progress = progress
+        self._telemetry = [display_sink(progress), *telemetry]
         for kind, hooks in (("filter", filters), ("processor", processors)):
             for hook in hooks:
                 if not callable(hook):
@@ -286,8 +291,9 @@ class Crawler:
             self.seeds,
             processes=self.config.processes or 1,
             resume=self.resume,
-            live=self.progress,
             unstarted_seeds=_record_start(self.out, self.config, self.seeds, resume=self.resume),
+            telemetry=self._telemetry,
+            invalid_seeds=len(self.seed_problems),
         )
         self._parallel = parallel
         try:
@@ -296,8 +302,6 @@ class Crawler:
             raise CrawlError(str(exc)) from exc
         except WorkerStartupError as exc:
             raise CrawlError(str(exc)) from exc
-        stats.invalid_seeds += len(self.seed_problems)
-        stats.write(self.out / "stats.json")
         return stats
 
     async def crawl(self) -> CrawlStats:
@@ -324,7 +328,7 @@ class Crawler:
             engine = CrawlEngine(
                 self.config,
                 self.out,
-                live_progress=self.progress,
+                telemetry=self._telemetry,
                 resume=self.resume,
                 unstarted_seeds=unstarted,
                 extensions=self._extensions,
@@ -364,11 +368,15 @@ class Crawler:
 
     @property
     def stats(self) -> CrawlStats | None:
-        """The live statistics while crawling (and after); None before the crawl starts."""
+        """The live statistics while crawling (and after); None before the crawl starts. With several
+        processes: the partitions' merged, as of the last progress report (None before the first)."""
+        if self._parallel is not None:
+            return self._parallel.stats
         return None if self._engine is None else self._engine.stats
 
     def __repr__(self) -> str:
         state = "ready"
-        if self._engine is not None:
-            state = "finished" if self._engine.stats.finished_at else "running"
+        stats = self.stats
+        if stats is not None:
+            state = "finished" if stats.finished_at else "running"
         return f"<Crawler {state} out={str(self.out)!r} seeds={len(self.seeds)} {self._extensions!r}>"

@@ -305,8 +305,8 @@ def evaluate(
     threshold: float,
 ) -> None:
     """Crawl a simulated web with each policy; plot PageRank collected (and harvest rate) against pages crawled."""
-    from crawlspace.policies.evaluate import EVALUATION_WEB, EvaluationSetup
-    from crawlspace.policies.evaluate import evaluate as run_evaluation
+    from crawlspace.evaluation import EVALUATION_WEB, EvaluationSetup
+    from crawlspace.evaluation import evaluate as run_evaluation  # the command's own name is `evaluate`
 
     names = [name.strip() for name in policies.split(",") if name.strip()]
     unknown = [name for name in names if name not in POLICY_NAMES]

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from crawlspace.parse.html import MAX_LINKS
+from crawlspace.parse.html import MAX_LINKS, MAX_TEXT_CHARS
 from crawlspace.urls.filter import (
     HOST_PAGE_BUDGET,
     IGNORED_EXTENSIONS,
@@ -195,6 +195,15 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     max_decoded_bytes: Annotated[
         int, _doc("Content-Encoding is undone up to this many bytes; beyond, the body is truncated.", ge=1024)
     ] = 10 * 1024 * 1024
+    spill_bytes: Annotated[
+        int,
+        _doc(
+            "A body, or its decoded content, beyond this many bytes is written to an unnamed temporary file in the "
+            "crawl directory as it arrives instead of being held in memory until its page is processed: bodies in "
+            "flight take at most concurrency x 2 x this much memory, whatever their size.",
+            ge=64 * 1024,
+        ),
+    ] = 1024 * 1024
     max_compression_ratio: Annotated[
         float, _doc("Decoded-to-encoded size ratio beyond which a body (over 1 MiB decoded) is a bomb.", ge=2)
     ] = 100.0
@@ -340,6 +349,15 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         ),
     ] = MAX_HOST_DEPTH
     max_links_per_page: Annotated[int, _doc("Links taken from one page; the rest are dropped.", ge=0)] = MAX_LINKS
+    max_text_chars: Annotated[
+        int,
+        _doc(
+            "Characters of a page's extracted text kept (before whitespace is collapsed): what is shingled for "
+            "near-duplicates, stored with store_text and given to policies and processors. The rest of a longer "
+            "page's text is dropped (its links are all extracted): it bounds the memory and time of those stages.",
+            ge=1024,
+        ),
+    ] = MAX_TEXT_CHARS
     follow_links: Annotated[
         bool,
         _doc(

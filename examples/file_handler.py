@@ -16,7 +16,7 @@ from pathlib import Path
 
 from crawlspace import CrawlConfig, Crawler, CrawlStats
 from crawlspace.hooks import FileHandler, JsonlSink, Page
-from crawlspace.simweb import SimWeb, SimWebConfig
+from crawlspace.simweb import SimWeb, SimWebConfig, export_static
 
 WEB = SimWebConfig(hosts=6, seed=3, mean_pages_per_host=10, max_pages_per_host=40, include_trap=False)
 
@@ -33,7 +33,7 @@ def catalogue(page: Page):
 
 def main(out: Path) -> CrawlStats:
     web = SimWeb.generate(WEB)
-    web.export_static(out / "mirror")  # every page of every host as files: hosts/<host>/<path>
+    export_static(web, out / "mirror")  # every page of every host as files: hosts/<host>/<path>
     site = out / "mirror" / "hosts" / web.hosts[0]
     files = FileHandler(site)
     crawler = Crawler(

@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from crawlspace.simweb import SimWeb, SimWebConfig, judge_crawl, read_nginx_log  # noqa: E402
+from crawlspace.simweb.export import export_static  # noqa: E402
 
 OUT = REPO / "bench" / "out" / "throughput"
 SCRAPY_VENV = REPO / "bench" / ".venv-scrapy"
@@ -159,7 +160,7 @@ def prepare_web(args: argparse.Namespace) -> tuple[SimWeb, Path]:
         print(f"exporting {len(web.all_urls())} URLs on {args.hosts} hosts to {directory} ...", flush=True)
         tmp = directory.with_suffix(".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
-        web.export_static(tmp, octet=OCTET)
+        export_static(web, tmp, octet=OCTET)
         # the export wrote absolute paths of the temporary directory into its config
         text = (tmp / "nginx.conf").read_text().replace(str(tmp.resolve()), str(directory.resolve()))
         (tmp / "nginx.conf").write_text(text)

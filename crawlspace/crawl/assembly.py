@@ -17,11 +17,11 @@ from pathlib import Path
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.handoff import PageHandOff
-from crawlspace.crawl.housekeeping import CrawlStats
 from crawlspace.crawl.ledger import Ledger
 from crawlspace.crawl.links import LinkPipeline
 from crawlspace.crawl.recorder import FetchRecorder
 from crawlspace.crawl.robotsgate import RobotsGate
+from crawlspace.crawl.telemetry import CrawlStats
 from crawlspace.distributed.assignment import Assignment, ModuloAssignment
 from crawlspace.distributed.protocols import Peers
 from crawlspace.distributed.router import PartitionRouter
@@ -213,5 +213,7 @@ def stages(
     return Stages(router, links, recorder, robots_gate, handoff)
 
 
-def fetcher(config: CrawlConfig, resolver: Resolver, guard: AddressGuard) -> Fetcher:
-    return Fetcher.from_config(config, resolver, guard)
+def fetcher(config: CrawlConfig, resolver: Resolver, guard: AddressGuard, *, spill_dir: Path) -> Fetcher:
+    """`spill_dir`: where bodies beyond `spill_bytes` wait for their turn (the crawl directory: /tmp is
+    often a RAM disk)."""
+    return Fetcher.from_config(config, resolver, guard, spill_dir=spill_dir)

@@ -32,10 +32,19 @@ from typing import Any
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import assembly
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState
-from crawlspace.crawl.housekeeping import CrawlStats, ProgressReporter
 from crawlspace.crawl.ledger import JOURNAL_BROKEN, Ledger, ReplayTarget
 from crawlspace.crawl.recorder import Recorded
 from crawlspace.crawl.robotsgate import Verdict
+from crawlspace.crawl.telemetry import (
+    PROGRESS_FILE,
+    CrawlStats,
+    Gauges,
+    JsonLinesSink,
+    Snapshot,
+    Telemetry,
+    TelemetrySink,
+    display_sink,
+)
 from crawlspace.distributed.assignment import Assignment
 from crawlspace.distributed.budget import Budget, PageBudget
 from crawlspace.distributed.claims import Answer
@@ -47,7 +56,6 @@ from crawlspace.frontier import FrontierEntry, Lease, Prioritizer
 from crawlspace.hooks.protocols import ProtocolHandler
 from crawlspace.hooks.runtime import Extensions
 from crawlspace.urls import url_fingerprint
-from crawlspace.urls.fingerprint import content_fingerprint
 
 
 def _host_failed(result: FetchResult) -> bool:
@@ -78,12 +86,15 @@ class CrawlEngine:
         assignment: Assignment | None = None,
         budget: Budget | None = None,
         shared_warc_dir: Path | None = None,
+        telemetry: Sequence[TelemetrySink] | None = None,
     ) -> None:
         """`peers`: the other partitions, when this engine is one of several (crawl.workers); hosts are
         theirs or ours by `assignment` (default: the modulo rule every crawl so far was made with).
         `budget`: the page budget, shared by the partitions. `shared_warc_dir`: the WARC directory
         the partitions share (recovered before they start). `unstarted_seeds`: a resumed crawl's
-        seeds, used if it was killed before its first checkpoint."""
+        seeds, used if it was killed before its first checkpoint. `telemetry`: the sinks of the
+        crawl's Snapshots besides DIR/progress.jsonl (None: the terminal's, `display_sink(live_progress)`;
+        a partition's goes to its coordinator)."""
         self.config = config
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -130,7 +141,8 @@ class CrawlEngine:
         self._lookups: set[asyncio.Task[None]] = set()
         self._attempts: dict[str, int] = {}  # URL -> failed attempts, while a retry is pending
         self._done: set[int] = set()  # finished URLs the restored frontier may still hand out once
-        self._live_progress = live_progress
+        sinks = telemetry if telemetry is not None else [display_sink(live_progress)]
+        self.telemetry = Telemetry([JsonLinesSink(self.out_dir / PROGRESS_FILE), *sinks])
         # Ctrl-C and SIGTERM stop the crawl gracefully; not when it runs inside an application's own loop
         self._signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
         self._stopping = False
@@ -313,17 +325,9 @@ class CrawlEngine:
             await asyncio.sleep(0.02)
             self._send_batches()
 
-    def report(self) -> dict[str, Any]:
-        """A partition's figures for the coordinator's progress display."""
-        stats = self.stats
-        return {
-            "pages": stats.pages_fetched,
-            "bytes": stats.bytes_downloaded,
-            "robots_excluded": stats.robots_excluded,
-            "duplicate_content": stats.duplicate_content,
-            "errors": sum(stats.errors.values()),
-            **{key: value for key, value in self._gauges().items() if isinstance(value, int)},
-        }
+    def snapshot(self) -> Snapshot:
+        """The crawl as it stands: the counters (copied) and the gauges."""
+        return Snapshot.take(self.stats, self._gauges())
 
     async def run(self) -> CrawlStats:
         loop = asyncio.get_running_loop()
@@ -332,25 +336,17 @@ class CrawlEngine:
         for sig in self._signals:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal)
-        fetcher = assembly.fetcher(self.config, self.resolver, self.guard)
-        reporter = ProgressReporter(
-            self.stats,
-            self._gauges,
-            self.out_dir / "progress.jsonl",
-            live=self._live_progress,
-            quiet=self.peers is not None,
-        )
+        fetcher = assembly.fetcher(self.config, self.resolver, self.guard, spill_dir=self.out_dir)
         try:
             async with fetcher:
-                with reporter:
-                    progress = asyncio.create_task(self._report_periodically(reporter))
-                    sender = asyncio.create_task(self._send_periodically()) if self.peers else None
-                    try:
-                        await self._dispatch(fetcher)
-                    finally:
-                        progress.cancel()
-                        if sender is not None:
-                            sender.cancel()
+                progress = asyncio.create_task(self._report_periodically())
+                sender = asyncio.create_task(self._send_periodically()) if self.peers else None
+                try:
+                    await self._dispatch(fetcher)
+                finally:
+                    progress.cancel()
+                    if sender is not None:
+                        sender.cancel()
         finally:
             for sig in self._signals:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -392,6 +388,8 @@ class CrawlEngine:
         self.stats.finished_at = time.time()
         with contextlib.suppress(OSError) if self.disk_full else contextlib.nullcontext():
             self.stats.write(self.out_dir / "stats.json")
+        with contextlib.suppress(OSError) if self.disk_full else contextlib.nullcontext():
+            self.telemetry.close(self.snapshot())  # the last Snapshot, what stats.json says, to every sink
         for close in (
             functools.partial(self.urlset.close, checkpoint=committed),  # never ahead of the journal
             self.content.close,
@@ -517,7 +515,7 @@ class CrawlEngine:
         elif config.max_bytes is not None and self.stats.bytes_downloaded >= config.max_bytes:
             self.stop("max-bytes")
 
-    async def _report_periodically(self, reporter: ProgressReporter) -> None:
+    async def _report_periodically(self) -> None:
         last_checkpoint = time.monotonic()
         while True:
             await asyncio.sleep(self.config.progress_interval)
@@ -535,17 +533,17 @@ class CrawlEngine:
                     self.stop("checkpoint-failed")
             except CheckpointError:  # the journal failed before: the crawl is stopping already
                 self.stats.errors["checkpoint-failed"] += 1
-            reporter.report()
+            self.telemetry.publish(self.snapshot())
 
-    def _gauges(self) -> dict[str, Any]:
-        return {
+    def _gauges(self) -> Gauges:
+        return Gauges(
             **self.frontier.gauges(),
-            "urls_seen": len(self.urlset),
-            "urls_buffered": self.urlset.pending,
-            "robots_cached": len(self.robots),
-            "dns_cached": len(self.resolver),
+            urls_seen=len(self.urlset),
+            urls_buffered=self.urlset.pending,
+            robots_cached=len(self.robots),
+            dns_cached=len(self.resolver),
             **self.extensions.gauges(),
-        }
+        )
 
     # -- one lease ---------------------------------------------------------------------------
 
@@ -622,7 +620,7 @@ class CrawlEngine:
         first = None
         sitemap = self.links.is_sitemap(entry.url)
         if self.peers is not None and not sitemap and self.recorder.content_checked(result):
-            first = await self.peers.claim_first(content_fingerprint(result.body), result.url, result.started)
+            first = await self.peers.claim_first(result.payload_fingerprint(), result.url, result.started)
         try:
             if sitemap:
                 if not decision.retry:
@@ -639,6 +637,7 @@ class CrawlEngine:
             elif decision.reason:
                 self.stats.errors["gave-up-after-retries"] += 1
         finally:
+            result.release()  # stored and parsed: a spilled body's files go now, not when the task is collected
             self._release(
                 lease,
                 result.duration,

@@ -24,8 +24,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from crawlspace.crawl.housekeeping import CrawlStats
 from crawlspace.crawl.ledger import Ledger
+from crawlspace.crawl.telemetry import CrawlStats
 from crawlspace.distributed.router import PartitionRouter
 from crawlspace.frontier import Frontier, FrontierEntry
 from crawlspace.hooks.runtime import Extensions

@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from crawlspace.config import CrawlConfig
-from crawlspace.crawl.housekeeping import CrawlStats
 from crawlspace.crawl.ledger import Ledger
 from crawlspace.crawl.links import Links
+from crawlspace.crawl.telemetry import CrawlStats
 from crawlspace.distributed.claims import Answer
 from crawlspace.fetch import FetchResult, Outcome
 from crawlspace.frontier import FrontierEntry
@@ -34,7 +34,6 @@ from crawlspace.policies import PageContent
 from crawlspace.seen import ContentKind, ContentSeen
 from crawlspace.store import PageStore
 from crawlspace.urls import InvalidURL, Normalizer
-from crawlspace.urls.fingerprint import content_fingerprint
 
 
 def header_values(result: FetchResult, name: str) -> list[str]:
@@ -99,6 +98,7 @@ class FetchRecorder:
             agent=self.config.robots_agent,
             link_headers=header_values(result, "link"),
             max_links=self.config.max_links_per_page,
+            max_text_chars=self.config.max_text_chars,
         )
 
     def count_fetch(self, result: FetchResult) -> None:
@@ -133,7 +133,7 @@ class FetchRecorder:
 
     def _record_content(self, result: FetchResult, entry: FrontierEntry, first: Answer | None) -> Recorded:
         stats, config = self.stats, self.config
-        fingerprint = content_fingerprint(result.body)
+        fingerprint = result.payload_fingerprint()
         verdict = self.content.check(result.url, fingerprint, result.started, first=first)
         of_url, of_time = verdict.of_url, verdict.of_time
         if verdict.kind is ContentKind.EXACT:  # seen at another URL: a revisit record, links not extracted

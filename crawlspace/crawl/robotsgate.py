@@ -21,8 +21,8 @@ import enum
 import time
 from dataclasses import dataclass, field
 
-from crawlspace.crawl.housekeeping import CrawlStats
 from crawlspace.crawl.ledger import Ledger
+from crawlspace.crawl.telemetry import CrawlStats
 from crawlspace.fetch import Fetcher, Outcome
 from crawlspace.robots import RobotsCache, RobotsRules
 from crawlspace.robots.cache import MAX_REDIRECT_HOPS

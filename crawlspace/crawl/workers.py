@@ -5,30 +5,30 @@ Worker k runs a full engine over the hosts its `Assignment` gives partition k, w
 frontier, URL set, content set, robots cache, journal and crawl-table shard under
 DIR/workers/k/; all write WARC files into the one DIR/warc/. The workers reach each other and
 the coordinator through a `SocketMesh` (distributed.socketmesh: URL batches delivered at least
-once, the partitioned exact-duplicate oracle, probes); the engine sees only its `Peers` protocol.
+once, the partitioned exact-duplicate oracle, probes, telemetry); the engine sees only its
+`Peers` protocol.
 
 The coordinator starts the workers (two-phase: none crawls unless all could open their state),
-relays Ctrl-C and SIGTERM as stop messages, merges their progress, and decides the end of the
-crawl with the four-counter test (distributed.termination) over rounds of probes. A page budget
-(`max_pages`) is one shared counter (distributed.budget). Statistics are merged into
-DIR/stats.json at the end. Resuming restarts the same N workers, each from its own checkpoint and
-journal; their unacknowledged batches are sent again. Per-IP politeness holds within a partition:
-hosts on one address are handed to the partition owning the address (see docs/architecture.md).
+relays Ctrl-C and SIGTERM as stop messages, decides the end of the crawl over rounds of probes
+(distributed.termination), and merges the workers' latest Snapshots (crawl/telemetry.py) for its
+progress display and `Crawler.stats`, and their last ones into DIR/stats.json at the end. A page
+budget (`max_pages`) is one shared counter (distributed.budget). Resuming restarts the same N
+workers, each from its own checkpoint and journal; their unacknowledged batches are sent again.
+Per-IP politeness holds within a partition: hosts on one address are handed to the partition
+owning the address (see docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import multiprocessing
 import multiprocessing.sharedctypes
 import os
 import signal
 import socket
-import sys
 import time
-from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.context import ForkContext, ForkServerContext
 from pathlib import Path
@@ -36,7 +36,17 @@ from typing import Any
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.checkpoint import STARTUP_ERRORS, report_recovery
-from crawlspace.crawl.housekeeping import CrawlStats
+from crawlspace.crawl.telemetry import (
+    PROGRESS_FILE,
+    CrawlStats,
+    Gauges,
+    JsonLinesSink,
+    Snapshot,
+    Telemetry,
+    TelemetrySink,
+    display_sink,
+    merge,
+)
 from crawlspace.distributed.budget import PageBudget
 from crawlspace.distributed.channel import Channel, ChannelClosed
 from crawlspace.distributed.socketmesh import SocketMesh
@@ -54,6 +64,19 @@ class WorkerStartupError(Exception):
 
 def worker_directory(crawl_dir: Path, index: int) -> Path:
     return crawl_dir / WORKERS_DIR / str(index)
+
+
+@dataclass(frozen=True)
+class CoordinatorSink:
+    """A partition's TelemetrySink: its Snapshots go to the coordinator instead of a terminal."""
+
+    mesh: SocketMesh
+
+    def publish(self, snapshot: Snapshot) -> None:
+        self.mesh.report(snapshot.to_builtins())
+
+    def close(self) -> None:
+        """The channel is the mesh's, closed with it."""
 
 
 # -- the processes ------------------------------------------------------------------------------
@@ -100,7 +123,7 @@ def _worker_main(spec: WorkerSpec) -> None:
             engine = CrawlEngine(
                 spec.config,
                 directory,
-                live_progress=False,
+                telemetry=[CoordinatorSink(mesh)],
                 resume=spec.resume,
                 unstarted_seeds=spec.unstarted_seeds,
                 peers=mesh,
@@ -165,21 +188,33 @@ class ParallelCrawl:
         resume: bool,
         live: bool | None = None,
         unstarted_seeds: list[str] | None = None,
+        telemetry: Sequence[TelemetrySink] | None = None,
+        invalid_seeds: int = 0,
     ) -> None:
+        """`telemetry`: where the merged progress goes besides DIR/progress.jsonl (None: the terminal, as
+        for one process); `invalid_seeds`: seeds the caller dropped, counted in the crawl's stats."""
         self.config = config
         self.crawl_dir = crawl_dir
         self.seeds = seeds
         self.processes = processes
         self.resume = resume
-        self.live = live
         self.unstarted_seeds = unstarted_seeds  # a resumed partition killed before its first checkpoint
-        self.reports: dict[int, dict[str, Any]] = {}
+        self.invalid_seeds = invalid_seeds
+        self.reports: dict[int, Snapshot] = {}  # each partition's latest, by index
+        sinks = telemetry if telemetry is not None else [display_sink(live)]
+        self.telemetry = Telemetry([JsonLinesSink(crawl_dir / PROGRESS_FILE), *sinks])
         self.termination = ""
         self._stop_reason: str | None = None
         self._channels: list[Channel] = []
         self._stop_requested = False
         self.fatal: list[str] = []  # workers that could not start, and why
         self._ready: set[int] = set()
+
+    @property
+    def stats(self) -> CrawlStats | None:
+        """The crawl's statistics as last published (every `progress_interval`), final once it ended."""
+        latest = self.telemetry.latest
+        return None if latest is None else latest.stats
 
     def request_stop(self) -> None:
         """Stop the crawl (from any thread): the workers finish their fetches and checkpoint."""
@@ -225,6 +260,9 @@ class ParallelCrawl:
         started = time.time()
         try:
             asyncio.run(self._coordinate([control for control, _ in controls], workers))
+        except BaseException:
+            self.telemetry.close()  # no last Snapshot, but the display is given back
+            raise
         finally:
             for process in workers:
                 process.join(timeout=self.config.shutdown_grace + 30)
@@ -234,14 +272,37 @@ class ParallelCrawl:
             if method == "forkserver":
                 _stop_fork_server()
         if self.fatal:
+            self.telemetry.close()
             raise WorkerStartupError(self.fatal[0])
-        stats = merge_worker_stats(crawl_dir, n, started)
+        stats = self._final_stats(started)
         failed = [p.name for p in workers if p.exitcode not in (0, None)]
         if failed:
             stats.errors["worker-failed"] += len(failed)
         stats.termination = self.termination or stats.termination
         stats.write(crawl_dir / "stats.json")
+        latest = [self.reports[k] for k in sorted(self.reports)]
+        gauges = merge([report.gauges for report in latest]) if latest else Gauges()
+        self.telemetry.close(Snapshot(stats, gauges, time.time(), stats.elapsed, partitions=len(latest)))
         return stats
+
+    def _final_stats(self, started: float) -> CrawlStats:
+        """One CrawlStats for the whole crawl from the partitions' last Snapshots: each sends one after
+        its final checkpoint (finished_at set); a partition that died has only its latest report."""
+        latest = [self.reports[k].stats for k in sorted(self.reports)]
+        merged = merge(latest) if latest else CrawlStats(started_at=started)
+        missing = self.processes - sum(1 for stats in latest if stats.finished_at is not None)
+        if missing:
+            merged.errors["worker-stats-missing"] += missing
+        merged.sections["workers"] = [{key: stats.to_dict()[key] for key in _PER_WORKER} for stats in latest]
+        merged.invalid_seeds += self.invalid_seeds
+        merged.finished_at = merged.finished_at or time.time()
+        return merged
+
+    def _merged_report(self) -> Snapshot:
+        """The partitions' latest Snapshots as the crawl's."""
+        merged = merge([self.reports[k] for k in sorted(self.reports)])
+        merged.stats.invalid_seeds += self.invalid_seeds
+        return merged
 
     async def _coordinate(self, sockets: list[socket.socket], workers: list[Any]) -> None:
         channels = self._channels = [await Channel.over(sock) for sock in sockets]
@@ -256,7 +317,7 @@ class ParallelCrawl:
         self._broadcast(["stop", "worker-failed"] if self.fatal else ["go"])
         if self.fatal:
             self._stop_reason = self.termination = "worker-failed"
-        progress = _Progress(self.crawl_dir, self.live, self.reports)
+        published = time.monotonic()
         previous: dict[int, ProbeAnswer] | None = None
         round_number = 0
         try:
@@ -271,7 +332,9 @@ class ParallelCrawl:
                     round_number += 1
                     self._broadcast(["probe", round_number])
                 await asyncio.sleep(PROBE_INTERVAL)
-                progress.maybe_report()
+                if self.reports and time.monotonic() - published >= self.config.progress_interval:
+                    self.telemetry.publish(self._merged_report())
+                    published = time.monotonic()
                 answers = probes.pop(round_number, {})
                 if self._stop_reason is None and len(answers) == len(channels):
                     if crawl_over(previous, answers, len(channels)):
@@ -279,8 +342,9 @@ class ParallelCrawl:
                     previous = answers if settled(answers) else None
                 for old in [number for number in probes if number < round_number]:
                     del probes[old]
+            # the partitions' last Snapshots are sent just before they end: read what is left of them
+            await asyncio.wait(listeners, timeout=PROBE_INTERVAL * 10)
         finally:
-            progress.close()
             for task in listeners:
                 task.cancel()
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -297,12 +361,13 @@ class ParallelCrawl:
                 _, number, idle, sent, received = message
                 probes.setdefault(int(number), {})[index] = ProbeAnswer(bool(idle), int(sent), int(received))
             elif message[0] == "report":
-                self.reports[int(message[1])] = message[2]
+                self.reports[int(message[1])] = Snapshot.from_builtins(message[2])
             elif message[0] == "fatal":
                 self.fatal.append(str(message[2]))
             elif message[0] == "ended":
                 if self._stop_reason is None:  # it stopped by itself: the others follow, for the same reason
                     self._stop_all(str(message[2]))
+                return  # its last message
             elif message[0] == "ready":
                 self._ready.add(index)
 
@@ -322,94 +387,4 @@ class ParallelCrawl:
                 channel.send(message)
 
 
-class _Progress:
-    """The coordinator's progress: the workers' reports summed, on the terminal and in progress.jsonl."""
-
-    def __init__(self, crawl_dir: Path, live: bool | None, reports: dict[int, dict[str, Any]]) -> None:
-        self._reports = reports
-        self._path = crawl_dir / "progress.jsonl"
-        self._handle = self._path.open("a", encoding="utf-8")
-        self._started = time.monotonic()
-        self._last = 0.0
-        self._last_pages = 0
-        self._interval = 2.0
-        self._stream = sys.stderr
-
-    def maybe_report(self) -> None:
-        now = time.monotonic()
-        if now - self._last < self._interval or not self._reports:
-            return
-        total: Counter[str] = Counter()
-        for report in self._reports.values():
-            for key, value in report.items():
-                if isinstance(value, int) and not isinstance(value, bool):
-                    total[key] += value
-        pages = int(total.get("pages", 0))
-        recent = (pages - self._last_pages) / (now - self._last) if self._last else 0.0
-        self._last, self._last_pages = now, pages
-        line = {"time": round(time.time(), 3), "elapsed": round(now - self._started, 2), "workers": len(self._reports)}
-        line.update(dict(sorted(total.items())))
-        line["pages_per_second_recent"] = round(recent, 1)
-        self._handle.write(json.dumps(line) + "\n")
-        self._handle.flush()
-        self._stream.write(
-            f"[{line['elapsed']:>7.1f}s] pages {pages} ({recent:.1f}/s), frontier {int(total.get('frontier', 0))}, "
-            f"in flight {int(total.get('in_flight', 0))}, workers {len(self._reports)}, "
-            f"errors {int(total.get('errors', 0))}\n"
-        )
-        self._stream.flush()
-
-    def close(self) -> None:
-        self._handle.close()
-
-
-def merge_worker_stats(crawl_dir: Path, count: int, started: float) -> CrawlStats:
-    """One CrawlStats for the whole crawl from the workers' stats.json files."""
-    merged = CrawlStats(started_at=started)
-    snapshots = []
-    for k in range(count):
-        path = worker_directory(crawl_dir, k) / "stats.json"
-        try:
-            snapshots.append(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            merged.errors["worker-stats-missing"] += 1
-    for data in snapshots:
-        for name in _SUMMED:
-            setattr(merged, name, getattr(merged, name) + int(data.get(name, 0)))
-        merged.responses_by_status.update({int(k): v for k, v in data.get("responses_by_status", {}).items()})
-        merged.outcomes.update(data.get("outcomes", {}))
-        merged.errors.update(data.get("errors", {}))
-        merged.filtered.update(data.get("filtered", {}))
-        merged.runs = max(merged.runs, int(data.get("runs", 1)))
-    for name in {key for data in snapshots for key, value in data.items() if isinstance(value, dict)} - _TOP_COUNTERS:
-        merged.sections[name] = _combine([data[name] for data in snapshots if name in data])
-    if snapshots:
-        merged.termination = str(snapshots[0].get("termination", ""))
-    merged.sections["workers"] = [{key: data.get(key) for key in _PER_WORKER} for data in snapshots]
-    merged.finished_at = time.time()
-    longest = max((float(data.get("duration_seconds", 0.0)) for data in snapshots), default=0.0)
-    merged.crawl_seconds_before = max(0.0, longest - (merged.finished_at - started))  # elapsed: the longest run
-    return merged
-
-
-_SUMMED = (
-    "pages_fetched", "bytes_downloaded", "robots_fetches", "robots_excluded", "robots_unreachable", "robots_waiting",
-    "sitemaps_fetched", "sitemap_urls", "duplicate_urls", "duplicate_content", "near_duplicate_content",
-    "links_extracted", "links_dropped", "nofollow_links", "noindex_pages", "canonical_elsewhere", "urls_discovered",
-    "retries", "handed_over",
-)  # fmt: skip
 _PER_WORKER = ("pages_fetched", "pages_per_second", "termination", "runs")
-_TOP_COUNTERS = frozenset({"responses_by_status", "outcomes", "errors", "filtered"})
-
-
-def _combine(values: list[Any]) -> Any:
-    """The partitions' values of one stats entry as one: counts add up, rates and other fractions
-    are averaged, tables combine key by key, anything else keeps the first partition's value."""
-    if all(isinstance(value, dict) for value in values):
-        keys = {key: None for value in values for key in value}
-        return {key: _combine([value[key] for value in values if key in value]) for key in keys}
-    if all(isinstance(value, int) and not isinstance(value, bool) for value in values):
-        return sum(values)
-    if all(isinstance(value, int | float) and not isinstance(value, bool) for value in values):
-        return sum(values) / len(values)
-    return values[0]

@@ -20,7 +20,7 @@ Contract for an implementer of `Peers`:
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from crawlspace.distributed.claims import Answer
 from crawlspace.distributed.splitter import Batch
@@ -47,10 +47,6 @@ class Inbox(Protocol):
 
     def stop(self, reason: str) -> None:
         """Stop the crawl: finish the fetches in flight, checkpoint."""
-        ...
-
-    def report(self) -> dict[str, Any]:
-        """The partition's figures for progress displays."""
         ...
 
 

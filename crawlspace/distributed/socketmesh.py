@@ -7,7 +7,7 @@ partition for itself, and hands them to the worker processes. Messages (distribu
   politeness), `ack` once the receiver journaled one; `cq` content questions to the fingerprint's
   owner, `ca` answers, `cs` a first URL settled (distributed.claims).
 - partition -> coordinator: `ready`/`fatal` at start (no partition crawls unless all could open
-  their state), `report` every REPORT_INTERVAL, `probe` answers (idle, sent, received) for the
+  their state), `report` its telemetry at the engine's cadence, `probe` answers (idle, sent, received) for the
   termination test, `ended` when its engine stopped by itself.
 - coordinator -> partition: `go`/`stop` at start, `probe`, `stop`.
 
@@ -31,7 +31,6 @@ from crawlspace.distributed.protocols import Inbox
 from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier.entry import FrontierEntry
 
-REPORT_INTERVAL = 0.5
 QUERY_TIMEOUT = 10.0
 
 
@@ -94,7 +93,6 @@ class SocketMesh:
             self._tasks.append(asyncio.create_task(self._listen_peer(peer)))
         if self._control is not None:
             self._tasks.append(asyncio.create_task(self._listen_control()))
-            self._tasks.append(asyncio.create_task(self._report_periodically()))
 
     async def close(self, termination: str = "") -> None:
         if self._control is not None and termination:
@@ -214,9 +212,8 @@ class SocketMesh:
             elif message[0] == "stop":
                 self._inbox.stop(str(message[1]))
 
-    async def _report_periodically(self) -> None:
-        assert self._control is not None and self._inbox is not None
-        while True:
-            await asyncio.sleep(REPORT_INTERVAL)
+    def report(self, snapshot: dict[str, Any]) -> None:
+        """A partition's telemetry (a Snapshot as builtins) to the coordinator, which merges the partitions'."""
+        if self._control is not None:
             with contextlib.suppress(ChannelClosed):
-                self._control.send(["report", self.index, self._inbox.report()])
+                self._control.send(["report", self.index, snapshot])

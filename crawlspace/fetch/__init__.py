@@ -8,7 +8,9 @@ filter and the URL-seen test). After each attempt the engine asks `RetryPolicy` 
 goes back into the frontier, and how long its host must rest (Retry-After, backoff).
 
 Invariants: every byte read is bounded (body, decoded body, compression ratio, headers); every
-connection goes to an address the guard accepted; every attempt is counted by outcome.
+connection goes to an address the guard accepted; every attempt is counted by outcome. A body
+beyond `spill_bytes` waits for its page's processing in an unnamed file (`body.py`), not in memory:
+what the fetches in flight hold is bounded per fetch, not by the size of the pages.
 """
 
 from crawlspace.fetch.fetcher import Fetcher, FetchLimits, FetchResult, Validators

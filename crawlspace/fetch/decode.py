@@ -9,6 +9,9 @@ fetcher stops reading as soon as a limit is crossed: a compression bomb costs at
 Two caps: `max_output` bytes of decoded content, and a ratio of decoded to encoded bytes
 (`max_ratio`) enforced once the output passes `ratio_floor` (small, very repetitive pages
 compress legitimately well; a megabyte that came from ten kilobytes is a bomb).
+
+The output goes into a `BodyBuffer` as it is produced: the fetcher passes one that spills to a
+file beyond a size, so that a large decoded page does not stay in memory while it waits.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import IO, Protocol, cast
 
 import brotli
 import zstandard
+
+from crawlspace.fetch.body import BodyBuffer
 
 # Content-codings we decode, in the order we advertise them in Accept-Encoding.
 SUPPORTED_ENCODINGS = ("gzip", "deflate", "br", "zstd")
@@ -175,15 +180,22 @@ class BoundedDecoder:
     """Undo a Content-Encoding header's codings (last applied first) as body chunks arrive."""
 
     def __init__(
-        self, content_encoding: str | None, *, max_output: int, max_ratio: float = 100.0, ratio_floor: int = 1 << 20
+        self,
+        content_encoding: str | None,
+        *,
+        max_output: int,
+        max_ratio: float = 100.0,
+        ratio_floor: int = 1 << 20,
+        sink: BodyBuffer | None = None,
     ) -> None:
+        """`sink` receives the output (default: a buffer in memory)."""
         codings = [c.strip().lower() for c in (content_encoding or "").split(",")]
         codings = [c for c in codings if c not in _IDENTITY]
         self._stages = [_stage(coding) for coding in reversed(codings)]
         self.max_output = max_output
         self.max_ratio = max_ratio
         self.ratio_floor = ratio_floor
-        self._parts: list[bytes] = []
+        self._sink = sink if sink is not None else BodyBuffer()
         self.input_size = 0
         self.output_size = 0
 
@@ -208,7 +220,7 @@ class BoundedDecoder:
         overflow = len(data) > limit
         if overflow:
             data = data[:limit]
-        self._parts.append(data)
+        self._sink.append(data)
         self.output_size += len(data)
         if not overflow:
             return
@@ -225,7 +237,8 @@ class BoundedDecoder:
                 raise DecodeError("coded stream ends before its end marker (truncated?)")
 
     def output(self) -> bytes:
-        return b"".join(self._parts)
+        """The output so far, as one bytes object."""
+        return self._sink.getvalue()
 
 
 def decode_body(body: bytes, content_encoding: str | None, max_output: int, max_ratio: float = 100.0) -> bytes:

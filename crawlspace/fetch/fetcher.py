@@ -10,7 +10,10 @@ What a hostile server can make it spend is bounded:
 - memory: the body is read up to `max_body_bytes` and then truncated and marked
   (`FetchResult.truncated`, the WARC-Truncated reason); Content-Encoding is undone as the body
   arrives with caps on decoded size and ratio (`crawlspace.fetch.decode`), so a gzip, br or zstd
-  bomb stops the read; status line, header size and header count are capped by the parser.
+  bomb stops the read; status line, header size and header count are capped by the parser. With
+  a spill directory, a body or decoded content beyond `spill_bytes` goes to an unnamed temporary
+  file as it arrives (`crawlspace.fetch.body`), so a fetch in flight holds at most that much of
+  each (a spilled result's files go with `release()`).
 
 The body is kept as sent (for the WARC record) and the decoded content beside it. Connections go
 to the address our resolver produced and the guard accepted (`_PinnedResolver`); URLs with an IP
@@ -32,15 +35,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
+import xxhash
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from crawlspace.dns import AddressGuard, DNSFailure, GuardRefused, Resolver
 from crawlspace.dns.resolver import is_ip_literal
+from crawlspace.fetch.body import BodyBuffer, Payload, SpilledBytes
 from crawlspace.fetch.decode import SUPPORTED_ENCODINGS, BoundedDecoder, DecodeError, DecodeLimitExceeded
 from crawlspace.fetch.outcomes import Outcome
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from crawlspace.config import CrawlConfig
 
 log = logging.getLogger(__name__)
@@ -75,14 +82,14 @@ class FetchResult:
     status: int = 0
     reason: str = ""
     headers: list[tuple[str, str]] = field(default_factory=list)
-    body: bytes = b""  # as received (Content-Encoding not undone), possibly truncated
+    body: Payload = b""  # as received (Content-Encoding not undone), possibly truncated; maybe spilled to a file
     truncated: str = ""  # why the body is incomplete: "" or a WARC-Truncated value (length, time, disconnect)
     address: str | None = None
     started: float = 0.0  # wall-clock time of the request (for WARC-Date)
     duration: float = 0.0
     error: str = ""
     request_headers: list[tuple[str, str]] = field(default_factory=list)
-    decoded: bytes | None = None  # body with Content-Encoding undone; None if that failed
+    decoded: Payload | None = None  # body with Content-Encoding undone (maybe spilled); None if that failed
     decode_error: str = ""
 
     def header(self, name: str) -> str | None:
@@ -116,9 +123,30 @@ class FetchResult:
         return Validators(self.header("etag"), self.header("last-modified"))
 
     def content(self, max_bytes: int | None = None) -> bytes:
-        """The body with Content-Encoding undone (b"" when it could not be), at most `max_bytes` of it."""
+        """The body with Content-Encoding undone (b"" when it could not be), at most `max_bytes` of it.
+
+        A spilled content is read from its file on every call: take it once per stage and let it go."""
         data = self.decoded if self.decoded is not None else b""
+        if isinstance(data, SpilledBytes):
+            return data.read(max_bytes)
         return data if max_bytes is None else data[:max_bytes]
+
+    def payload_fingerprint(self) -> int:
+        """xxh3_64 of the body as received, the bytes a WARC record's payload digest covers (a spilled
+        one read in parts): what the exact-duplicate test compares."""
+        body = self.body
+        if not isinstance(body, SpilledBytes):
+            return int(xxhash.xxh3_64_intdigest(body))
+        hasher = xxhash.xxh3_64()
+        for part in body.parts():
+            hasher.update(part)
+        return int(hasher.intdigest())
+
+    def release(self) -> None:
+        """Free the files of a spilled body and content (the result keeps its headers and sizes)."""
+        for payload in (self.body, self.decoded):
+            if isinstance(payload, SpilledBytes):
+                payload.close()
 
     def retry_after(self, now: float | None = None) -> float | None:
         """Seconds the server asked us to wait (Retry-After: seconds or HTTP-date), capped at a day."""
@@ -183,7 +211,11 @@ class Fetcher:
         max_body_bytes: int = 10 * 1024 * 1024,
         limits: FetchLimits | None = None,
         verify_tls: bool = True,
+        spill_bytes: int | None = None,
+        spill_dir: str | Path | None = None,
     ) -> None:
+        """`spill_bytes`: a body (or decoded content) beyond this size goes to an unnamed temporary file
+        in `spill_dir` (default: the system's temporary directory) as it arrives; None keeps all in memory."""
         self._resolver = resolver
         self._guard = guard
         self._headers = {
@@ -197,6 +229,7 @@ class Fetcher:
         self._timeout = aiohttp.ClientTimeout(total=total_timeout, sock_connect=connect_timeout, sock_read=read_timeout)
         self.limits = limits or FetchLimits(max_body_bytes=max_body_bytes, max_decoded_bytes=max_body_bytes)
         self._verify_tls = verify_tls
+        self._spill = (spill_bytes, spill_dir)
         self._session: aiohttp.ClientSession | None = None
         # statistics (stats.json "fetch"): every attempt, robots.txt included
         self.attempts = 0
@@ -206,7 +239,9 @@ class Fetcher:
         self.not_modified = 0
 
     @classmethod
-    def from_config(cls, config: CrawlConfig, resolver: Resolver, guard: AddressGuard) -> Fetcher:
+    def from_config(
+        cls, config: CrawlConfig, resolver: Resolver, guard: AddressGuard, *, spill_dir: str | Path | None = None
+    ) -> Fetcher:
         return cls(
             resolver,
             guard,
@@ -226,6 +261,8 @@ class Fetcher:
                 max_header_bytes=config.max_header_bytes,
             ),
             verify_tls=config.verify_tls,
+            spill_bytes=config.spill_bytes,
+            spill_dir=spill_dir,
         )
 
     async def __aenter__(self) -> Fetcher:
@@ -270,7 +307,7 @@ class Fetcher:
         assert session is not None, "Fetcher used before open()"
         result = FetchResult(url=url, outcome=Outcome.NETWORK_ERROR, started=time.time())
         clock = time.monotonic()
-        chunks: list[bytes] = []
+        body = BodyBuffer(*self._spill)
         headers = None
         if extra_headers or validators:
             headers = dict(extra_headers)
@@ -289,7 +326,7 @@ class Fetcher:
                 result.address = _peer_address(resp)
                 result.outcome = Outcome.for_status(resp.status)
                 coding = (resp.headers.get("Content-Encoding") or "").strip().lower()
-                await self._read_body(resp, result, chunks, coding not in ("", "identity"))
+                await self._read_body(resp, result, body, coding not in ("", "identity"))
         except DNSFailure as exc:
             result.outcome, result.error = Outcome.DNS_ERROR, str(exc)
         except GuardRefused as exc:
@@ -298,13 +335,13 @@ class Fetcher:
             result.outcome, result.error = _classify(exc)
             if type(exc) is TimeoutError:  # aiohttp's socket timeouts are subclasses with their own text
                 result.error = f"total timeout of {self._timeout.total} s exceeded"
-            if chunks and not result.truncated:
+            if body.size and not result.truncated:
                 result.truncated = "time" if result.outcome is Outcome.TIMEOUT else "disconnect"
             expected = aiohttp.ClientError | aiohttp.http_exceptions.HttpProcessingError | OSError | ValueError
             if not isinstance(exc, expected):
                 log.warning("fetch %s: unexpected %s", url, type(exc).__name__, exc_info=exc)
-        if chunks:
-            result.body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if body.size:
+            result.body = body.finish()
             if result.decoded is None and not result.decode_error and not _has_coding(result):
                 result.decoded = result.body  # identity: the content is the body
         result.duration = time.monotonic() - clock
@@ -312,33 +349,33 @@ class Fetcher:
         return result
 
     async def _read_body(
-        self, response: aiohttp.ClientResponse, result: FetchResult, chunks: list[bytes], coded: bool
+        self, response: aiohttp.ClientResponse, result: FetchResult, body: BodyBuffer, coded: bool
     ) -> None:
         limits = self.limits
         decoder: BoundedDecoder | None = None
+        decoded = BodyBuffer(*self._spill)
         if coded:
             try:
                 decoder = BoundedDecoder(
                     result.header("content-encoding"),
                     max_output=limits.max_decoded_bytes,
                     max_ratio=limits.max_compression_ratio,
+                    sink=decoded,
                 )
             except DecodeError as exc:
                 result.decode_error = str(exc)
-        size = 0
         limit = limits.max_body_bytes
         stream = response.content
         while True:
             chunk = await stream.readany()
             if not chunk:
                 break
-            if size + len(chunk) > limit:
-                chunk = chunk[: limit - size]
+            if body.size + len(chunk) > limit:
+                chunk = chunk[: limit - body.size]
                 result.truncated = "length"
                 result.outcome = Outcome.TOO_LARGE
                 result.error = f"body exceeds {limit} bytes"
-            chunks.append(chunk)
-            size += len(chunk)
+            body.append(chunk)
             if decoder is not None:
                 try:
                     decoder.feed(chunk)
@@ -359,7 +396,7 @@ class Fetcher:
                     decoder.finish()
                 except DecodeError as exc:  # kept as decoded so far, as browsers render it
                     result.decode_error = str(exc)
-            result.decoded = decoder.output()
+            result.decoded = decoded.finish()
 
     def _count(self, result: FetchResult) -> None:
         self.attempts += 1

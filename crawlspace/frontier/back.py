@@ -75,9 +75,19 @@ class Politeness:
         return self.max_delay if self.park_threshold is None else self.park_threshold
 
     def next_gap(self, duration: float, crawl_delay: float | None, connections: int = 1) -> float:
-        """Seconds between the end of a fetch and the next contact with its host."""
-        gap = min(max(self.min_delay, self.delay_factor * duration), self.max_delay) / connections
-        return max(gap, crawl_delay or 0.0)
+        """Seconds between the end of a fetch that took `duration` and the next contact: the formula
+        above, for a host (its Crawl-delay, its `max_conn_per_host`) or for an address (no
+        Crawl-delay, the group's limit). The one place it is written: `Frontier.release` calls it on
+        every fetch, hence comparisons rather than min() and max(), which cost twice as much."""
+        gap = self.delay_factor * duration
+        if gap < self.min_delay:
+            gap = self.min_delay
+        if gap > self.max_delay:
+            gap = self.max_delay
+        gap /= connections
+        if crawl_delay is not None and crawl_delay > gap:
+            return crawl_delay
+        return gap
 
     def error_backoff(self, failures: int) -> float:
         return self.error_delay * 2.0 ** min(failures - 1, 30)

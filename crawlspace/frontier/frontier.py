@@ -117,6 +117,7 @@ class Frontier:
         self._ip_limit = self.politeness.ip_limit
         self._per_ip = self.politeness.per_ip
         self._park_threshold = self.politeness.parking_threshold
+        self._next_gap = self.politeness.next_gap  # bound once: release calls it on every fetch
         self._levels = self.prioritizer.levels
         self._plain_bfs = type(self.prioritizer) is BreadthFirst
         self._admit: Callable[[FrontierEntry], bool] | None = getattr(self.prioritizer, "admit", None)
@@ -129,9 +130,6 @@ class Frontier:
         self._parked: list[tuple[float, int, HostState]] = []
         self._awaiting: dict[str, HostState] = {}  # hosts with a back queue waiting for their address
         self._spare_queues: list[DiskQueue] = []  # emptied back queues, reused (activation is the hot path)
-        self._min_delay = self.politeness.min_delay
-        self._delay_factor = self.politeness.delay_factor
-        self._max_delay = self.politeness.max_delay
         self._seq = 0
         self._active = 0
         self._parked_count = 0
@@ -568,20 +566,12 @@ class Frontier:
         if crawl_delay is not None and crawl_delay >= 0 and math.isfinite(crawl_delay):
             host.crawl_delay = crawl_delay
         if contacted:
-            # Politeness.next_gap, inlined: this is the hot path
-            gap = self._delay_factor * duration
-            if gap < self._min_delay:
-                gap = self._min_delay
-            if gap > self._max_delay:
-                gap = self._max_delay
-            host_gap = gap / self._host_limit
-            if host.crawl_delay > host_gap:
-                host_gap = host.crawl_delay
-            until = now + host_gap
+            next_gap = self._next_gap
+            until = now + next_gap(duration, host.crawl_delay, self._host_limit)
             if until > host.t_e:
                 host.t_e = until
-            if group.shared:
-                until = now + gap / group.limit
+            if group.shared:  # the address: the same formula without Crawl-delay, over the group's limit
+                until = now + next_gap(duration, None, group.limit)
                 if until > group.t_e:
                     group.t_e = until
         if retry_after is not None and retry_after > 0 and math.isfinite(retry_after):

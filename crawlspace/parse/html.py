@@ -17,6 +17,20 @@ out, and it must survive any input.
   then the Content-Type charset, then `<meta charset>` / `<meta http-equiv=Content-Type>` in
   the first 4 KiB, else UTF-8 when the bytes are valid UTF-8 and windows-1252 when not.
   Labels map as browsers map them (latin1 and ascii are windows-1252, gb2312 is gb18030, ...).
+- Bounded text: the body's text is cut at `max_text_chars` characters (1 Mi by default), the title
+  at MAX_TITLE_CHARS and anchor texts at MAX_ANCHOR_CHARS, and whitespace is collapsed only in
+  the part that is kept. Everything downstream (shingles, the stored text, policies, processors)
+  holds a page's text, and a truncated 10 MiB page has 10 M characters of it; one unclosed
+  element can make the rest of a page its text.
+- Bounded memory: lexbor's tree takes up to 40 bytes per character of tag-dense HTML (400 MB for a
+  truncated 10 MiB page; 18 per NUL character of a decoded bomb), so a page longer than
+  `segment_chars` (1 Mi) is parsed in segments of about that size, one tree at a time. Each
+  segment but the last ends just before a tag outside comments and raw-text elements (script,
+  style, textarea, title...), so no tag, comment or script is split and every link is found;
+  what the head says (base, title, meta robots, refresh) is read from the first segment, where
+  the head is. What segments change, and only on pages longer than one: an element open across a
+  boundary ends there (an anchor's text is what precedes it), a `<` inside an attribute value can
+  be taken for a tag start.
 - Bounded time: lexbor's tree builder is quadratic in nesting depth (each start tag scans the
   stack of open elements): 10,000 levels take 0.08 s, 100,000 take 10 s. Pages with many tags
   get a linear pre-pass that estimates the depth and, beyond MAX_NESTING, drops the start and
@@ -27,7 +41,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -35,6 +49,9 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from crawlspace.urls import InvalidURL, join
 
 MAX_ANCHOR_CHARS = 200
+MAX_TITLE_CHARS = 1_000
+MAX_TEXT_CHARS = 1 << 20
+SEGMENT_CHARS = 1 << 20
 MAX_LINKS = 10_000
 MAX_NESTING = 1_000
 NESTING_CHECK_TAGS = 5_000  # pages with fewer '<' cannot nest deeper than this: no pre-pass
@@ -48,6 +65,8 @@ _REFRESH_URL = re.compile(r"""^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?(["']?)(.*?)\1
 _LINK_HEADER = re.compile(r"""<([^>]*)>\s*((?:;\s*[^;,]*)*)""")
 _CANONICAL_REL = re.compile(r"""\brel\s*=\s*"?[^";,]*\bcanonical\b""", re.IGNORECASE)
 _TAG = re.compile(rb"<(/?)([A-Za-z][A-Za-z0-9-]{0,31})\b[^<>]{0,4096}?(/?)>")
+_TAG_START = re.compile(r"<[A-Za-z/!?]")
+_OPAQUE = re.compile(r"<!--|<(script|style|textarea|title|xmp|iframe|noembed|noframes|plaintext)[\s/>]", re.IGNORECASE)
 
 # Elements that never hold others (void) or whose end tag is implied by a sibling: they do not
 # deepen the stack of open elements in a way that costs the tree builder.
@@ -102,9 +121,10 @@ class Link:
 
 @dataclass(slots=True)
 class ParsedPage:
-    """`raw_text` is the body's text as lexbor gives it; `text` is the same with whitespace runs
-    collapsed, computed on first use: collapsing a 20 KB page costs more than extracting its links
-    (0.2 ms), and only some consumers need it (the near-duplicate shingler reads words off the raw text)."""
+    """`raw_text` is the body's text as lexbor gives it (its first `max_text_chars` characters); `text`
+    is the same with whitespace runs collapsed, computed on first use: collapsing a 20 KB page costs
+    more than extracting its links (0.2 ms), and only some consumers need it (the near-duplicate
+    shingler reads words off the raw text)."""
 
     title: str = ""
     raw_text: str = ""
@@ -275,15 +295,29 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
+def _collapsed_prefix(text: str, limit: int) -> str:
+    """`_collapse(text)[:limit]`, splitting only as much of a long text as that needs.
+
+    str.split makes an object per word (60 bytes each: 130 MB for the words of 10 MiB of text), and
+    the collapse of a prefix is a prefix of the collapse, so windows of growing size are collapsed
+    until one gives `limit` characters or is the whole text."""
+    window = 2 * limit + 64
+    while True:
+        collapsed = _collapse(text[:window])
+        if len(collapsed) >= limit or window >= len(text):
+            return collapsed[:limit]
+        window *= 4
+
+
 def _anchor_text(node: LexborNode) -> str:
-    text = _collapse(node.text(deep=True))
+    text = _collapsed_prefix(node.text(deep=True), MAX_ANCHOR_CHARS)
     if not text:
         image = node.css_first("img[alt]")
         if image is not None:
-            text = _collapse(image.attributes.get("alt") or "")
+            text = _collapsed_prefix(image.attributes.get("alt") or "", MAX_ANCHOR_CHARS)
     if not text:
-        text = _collapse(node.attributes.get("title") or "")
-    return text[:MAX_ANCHOR_CHARS]
+        text = _collapsed_prefix(node.attributes.get("title") or "", MAX_ANCHOR_CHARS)
+    return text
 
 
 def parse_html(
@@ -295,28 +329,60 @@ def parse_html(
     agent: str = "",
     link_headers: Iterable[str] = (),
     max_links: int = MAX_LINKS,
+    max_text_chars: int = MAX_TEXT_CHARS,
+    segment_chars: int = SEGMENT_CHARS,
 ) -> ParsedPage:
     """Links, title, text, canonical and robots directives of a page fetched from `url`.
 
     `robots_headers` are the X-Robots-Tag values of the response, `link_headers` its Link
     values, `agent` the crawler's product token (for `<meta name=TOKEN>` and agent-scoped
-    X-Robots-Tag directives).
+    X-Robots-Tag directives). A page longer than `segment_chars` is parsed in segments (see the
+    module docstring).
     """
     text, charset = decode_html(flatten_deep_nesting(body), content_type)
-    tree = LexborHTMLParser(text)
+    segments = html_segments(text, segment_chars)
     page = ParsedPage(base=url, charset=charset)
+    first = LexborHTMLParser(next(segments))
+    refresh = _read_head(first, page, agent.lower(), robots_headers)
+    canonical_href = canonical_from_link_header(link_headers)
+    texts: list[str] = []
+    canonical_href = _read_segment(first, page, max_links, canonical_href, texts, max_text_chars)
+    del first
+    for segment in segments:  # each tree is freed when _read_segment returns, before the next is built
+        canonical_href = _read_segment(
+            LexborHTMLParser(segment), page, max_links, canonical_href, texts, max_text_chars
+        )
+    page.raw_text = " ".join(texts)[:max_text_chars]
+
+    base = page.base
+    if canonical_href is not None:
+        try:
+            page.canonical = join(base, canonical_href)
+        except InvalidURL:
+            page.invalid_links += 1
+    if refresh is not None:
+        try:
+            page.refresh = join(base, refresh)
+            if len(page.links) < max_links:
+                page.links.append(Link(page.refresh, "", page.meta_nofollow, "refresh"))
+        except InvalidURL:
+            page.invalid_links += 1
+    return page
+
+
+def _read_head(
+    tree: LexborHTMLParser, page: ParsedPage, agent: str, robots_headers: Iterable[str] | str | None
+) -> str | None:
+    """Base, title and robots directives into `page`; returns the meta refresh target, if any."""
     base_node = tree.css_first("base[href]")
     if base_node is not None:
         try:
-            page.base = join(url, base_node.attributes.get("href") or "")
+            page.base = join(page.base, base_node.attributes.get("href") or "")
         except InvalidURL:
-            page.base = url
-    base = page.base
+            pass  # the page URL stays the base
     title_node = tree.css_first("title")
     if title_node is not None:
-        page.title = _collapse(title_node.text())
-
-    agent = agent.lower()
+        page.title = _collapsed_prefix(title_node.text(), MAX_TITLE_CHARS)
     meta_values: list[str] = []
     refresh: str | None = None
     for meta in tree.css("meta[content]"):
@@ -328,9 +394,34 @@ def parse_html(
             refresh = refresh_target(attributes.get("content") or "")
     headers = [robots_headers] if isinstance(robots_headers, str) else list(robots_headers or ())
     page.directives = robots_directives(meta_values, agent) | robots_directives(headers, agent)
-    nofollow_all = page.meta_nofollow
+    return refresh
 
-    canonical_href = canonical_from_link_header(link_headers)
+
+def _read_segment(
+    tree: LexborHTMLParser,
+    page: ParsedPage,
+    max_links: int,
+    canonical_href: str | None,
+    texts: list[str],
+    max_text_chars: int,
+) -> str | None:
+    """Links and (while fewer than `max_text_chars` are kept) text of one segment's tree; returns the
+    canonical href (see `_add_links`)."""
+    canonical_href = _add_links(tree, page, max_links, canonical_href)
+    room = max_text_chars - sum(len(text) + 1 for text in texts)
+    if room > 0:
+        tree.strip_tags(_NON_TEXT_TAGS)
+        body_node = tree.body
+        if body_node is not None:
+            texts.append(body_node.text(separator=" ")[:room])
+    return canonical_href
+
+
+def _add_links(tree: LexborHTMLParser, page: ParsedPage, max_links: int, canonical_href: str | None) -> str | None:
+    """The links of one segment's tree, added to `page` (resolved against its base, nofollow if its
+    directives say so); returns the canonical href: `canonical_href`, else the first link element's."""
+    base = page.base
+    nofollow_all = page.meta_nofollow
     for node in tree.css(_LINK_SELECTOR):
         attributes = node.attributes
         tag = node.tag or ""
@@ -354,26 +445,50 @@ def parse_html(
         if tag == "a":
             anchor = _anchor_text(node)
         elif tag == "area":
-            anchor = _collapse(attributes.get("alt") or "")[:MAX_ANCHOR_CHARS]
+            anchor = _collapsed_prefix(attributes.get("alt") or "", MAX_ANCHOR_CHARS)
         else:
-            anchor = _collapse(attributes.get("title") or "")[:MAX_ANCHOR_CHARS]
+            anchor = _collapsed_prefix(attributes.get("title") or "", MAX_ANCHOR_CHARS)
         page.links.append(Link(target, anchor, nofollow_all or "nofollow" in rel, tag))
+    return canonical_href
 
-    if canonical_href is not None:
-        try:
-            page.canonical = join(base, canonical_href)
-        except InvalidURL:
-            page.invalid_links += 1
-    if refresh is not None:
-        try:
-            page.refresh = join(base, refresh)
-            if len(page.links) < max_links:
-                page.links.append(Link(page.refresh, "", nofollow_all, "refresh"))
-        except InvalidURL:
-            page.invalid_links += 1
 
-    tree.strip_tags(_NON_TEXT_TAGS)
-    body_node = tree.body
-    if body_node is not None:
-        page.raw_text = body_node.text(separator=" ")
-    return page
+def html_segments(text: str, size: int = SEGMENT_CHARS) -> Iterator[str]:
+    """The document in consecutive pieces of about `size` characters (the whole if it is no longer),
+    each but the last cut just before a tag that is outside comments and raw-text elements."""
+    start = 0
+    while len(text) - start > size:
+        cut = _segment_end(text, start, start + size)
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
+
+
+def _segment_end(text: str, start: int, target: int) -> int:
+    """Where the segment starting at `start` ends: the last tag start before `target` in the data
+    state; else the start of a comment or raw-text element `target` is in, or its end if the segment
+    begins with it (one text node for lexbor, however long); else `target` itself, inside text, or
+    the end of a tag longer than a segment."""
+    position = start
+    while (opaque := _OPAQUE.search(text, position, target)) is not None:
+        name = opaque.group(1)
+        if name is None:
+            close = text.find("-->", opaque.end())
+            end = len(text) if close < 0 else close + 3
+        else:
+            closing = re.compile(rf"</{name}[\s/>]", re.IGNORECASE).search(text, opaque.end())
+            close = -1 if closing is None or name.lower() == "plaintext" else text.find(">", closing.start())
+            end = len(text) if close < 0 else close + 1
+        if end > target:
+            return opaque.start() if opaque.start() > start else end
+        position = end
+    cut = text.rfind("<", max(position, start + 1), target)
+    while cut > start and _TAG_START.match(text, cut) is None:
+        cut = text.rfind("<", max(position, start + 1), cut)
+    if cut > start:
+        return cut
+    if position > start:
+        return position
+    if text.startswith("<", start) and text.find(">", start, target) < 0:  # in one huge tag: after it
+        close = text.find(">", target)
+        return len(text) if close < 0 else close + 1
+    return target  # in a text run longer than a segment (a decoded bomb's NULs: 18 bytes each in lexbor)

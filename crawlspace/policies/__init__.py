@@ -15,8 +15,9 @@ Each URL is handed on to a back queue exactly once, however often it was requeue
 the stale copies). Levels only rise, so a URL is requeued at most F - 1 times. The breadth-first
 default is the frontier's own single-queue prioritizer, at no cost.
 
-The policies: bfs, dfs, random (simple.py), backlinks, pagerank, opic, bigsite, focused; the
-evaluation of seed 002's figures on the simulated web is evaluate.py (`crawlspace evaluate`).
+The policies: bfs, dfs, random (simple.py), backlinks, pagerank, opic, bigsite, focused. They know
+nothing of the engine that consults them: the evaluation of seed 002's figures, which crawls the
+simulated web with each of them, sits above the engine in `crawlspace.evaluation` (`crawlspace evaluate`).
 """
 
 from crawlspace.policies.backlinks import BacklinkCount

@@ -20,10 +20,20 @@ too slow (one call per shingle). So:
   MinHash does. Each minimum keeps its low 16 bits (b-bit MinHash: a chance match of
   two different minima is 2^-16, negligible at the thresholds used here).
 
+Memory: numpy needs about 40 bytes per byte of text for these arrays (8-byte codes, powers, prefix
+sums, hashes), so a 10 MiB text taken at once cost 400 MB. The text is therefore taken in blocks
+of `block_chars` characters (64 Ki: at most 256 KiB of UTF-8, a few MB of arrays, and within the
+precomputed power tables); a word cut by a block boundary is finished in the next block (its
+polynomial hash continues: h = h_first + P^len_first * h_rest), the last k - 1 words of a block
+start the shingles of the next, and each block's bin minima are merged into the signature's. The
+result is the same as for the whole text at once, whatever the block size.
+
 The band keys for LSH are xxh3 hashes of `rows` consecutive signature values each.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -48,7 +58,8 @@ _SHINGLE_WEIGHTS = (
     0x589965CC75374CC3,
 )
 _ROTATION_OFFSET = 0x9E37
-POWER_TABLE_BYTES = 1 << 18
+_MOD = 1 << 64
+BLOCK_CHARS = 1 << 16
 
 
 def _word_byte_table() -> npt.NDArray[np.uint64]:
@@ -73,6 +84,15 @@ def fmix64(values: U64) -> U64:
     return values
 
 
+def _word_hash(polynomial: int, length: int) -> U64:
+    """The hash of one word from its polynomial hash and length (as `_word_blocks` mixes them)."""
+    return fmix64(np.array([(polynomial + length) % _MOD], np.uint64))
+
+
+def _joined(blocks: list[U64]) -> U64:
+    return np.concatenate(blocks) if blocks else np.empty(0, np.uint64)
+
+
 def _powers(base: int, length: int) -> U64:
     steps = np.full(length, base, np.uint64)
     steps[0] = 1
@@ -82,60 +102,104 @@ def _powers(base: int, length: int) -> U64:
 class Shingler:
     """Turns a text into its MinHash signature; holds only constant tables (reusable, no per-call state)."""
 
-    def __init__(self, *, shingle_words: int = 4, num_perm: int = 128) -> None:
+    def __init__(self, *, shingle_words: int = 4, num_perm: int = 128, block_chars: int = BLOCK_CHARS) -> None:
         if not 1 <= shingle_words <= len(_SHINGLE_WEIGHTS):
             raise ValueError(f"shingle_words must be in 1..{len(_SHINGLE_WEIGHTS)}")
         if num_perm < 8 or num_perm & (num_perm - 1) or num_perm > 1 << 12:
             raise ValueError("num_perm must be a power of two in 8..4096")
+        if block_chars < 1:
+            raise ValueError("block_chars must be at least 1")
         self.shingle_words = shingle_words
         self.num_perm = num_perm
+        self.block_chars = block_chars
         self._bin_shift = np.uint64(64 - (num_perm.bit_length() - 1))
         self._bin_starts = np.arange(num_perm, dtype=np.uint64) << self._bin_shift
+        self._bins = np.arange(num_perm, dtype=np.uint64)
         self._weights = [np.uint64(w) for w in _SHINGLE_WEIGHTS[:shingle_words]]
-        self._pow = _powers(_P, POWER_TABLE_BYTES + 1)
-        self._inv_pow = _powers(_P_INV, POWER_TABLE_BYTES + 1)
+        table = 4 * block_chars + 1  # UTF-8 takes at most 4 bytes per character
+        self._pow = _powers(_P, table)
+        self._inv_pow = _powers(_P_INV, table)
 
-    def word_hashes(self, text: str) -> U64:
-        data = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
-        codes = np.take(_WORD_BYTES, data)  # 0 outside words; a take is faster than an index here
-        in_word = codes != 0
-        edges = np.diff(in_word.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-        starts = np.flatnonzero(edges == 1)
-        ends = np.flatnonzero(edges == -1)
-        if starts.size == 0:
-            return np.empty(0, np.uint64)
-        if data.size < POWER_TABLE_BYTES:
-            powers, inverse = self._pow, self._inv_pow
-        else:
-            powers, inverse = _powers(_P, data.size + 1), _powers(_P_INV, data.size + 1)
-        prefix = np.empty(data.size + 1, np.uint64)
-        prefix[0] = 0
-        np.cumsum(codes * powers[: data.size], out=prefix[1:])
-        hashes = (prefix[ends] - prefix[starts]) * inverse[starts]
-        return fmix64(hashes + (ends - starts).astype(np.uint64))
+    def _word_blocks(self, text: str) -> Iterator[U64]:
+        """The hashes of the text's words, block by block (a word cut by a block's end is carried over)."""
+        carry: tuple[int, int] | None = None  # (polynomial hash, length) of a word the last block ended in
+        for first in range(0, len(text), self.block_chars):
+            data = np.frombuffer(text[first : first + self.block_chars].encode("utf-8", "surrogatepass"), np.uint8)
+            codes = np.take(_WORD_BYTES, data)  # 0 outside words; a take is faster than an index here
+            in_word = codes != 0
+            edges = np.diff(in_word.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+            starts = np.flatnonzero(edges == 1)
+            ends = np.flatnonzero(edges == -1)
+            prefix = np.empty(data.size + 1, np.uint64)
+            prefix[0] = 0
+            np.cumsum(codes * self._pow[: data.size], out=prefix[1:])
+            hashes = (prefix[ends] - prefix[starts]) * self._inv_pow[starts]  # polynomial, before mixing
+            lengths = (ends - starts).astype(np.uint64)
+            finished: list[U64] = []
+            if carry is not None:
+                carried, carried_length = carry
+                if starts.size and starts[0] == 0:  # the carried word goes on in this block
+                    hashes[0] = (carried + pow(_P, carried_length, _MOD) * int(hashes[0])) % _MOD
+                    lengths[0] += np.uint64(carried_length)
+                else:  # it ended with the last block
+                    finished.append(_word_hash(carried, carried_length))
+                carry = None
+            more = first + self.block_chars < len(text)
+            if more and ends.size and ends[-1] == data.size:  # the last word may go on in the next block
+                carry = (int(hashes[-1]), int(lengths[-1]))
+                hashes, lengths = hashes[:-1], lengths[:-1]
+            finished.append(fmix64(hashes + lengths))
+            yield np.concatenate(finished) if len(finished) > 1 else finished[0]
 
-    def shingle_hashes(self, text: str) -> U64:
-        """Hashes of the text's shingles (k consecutive words; one shingle if fewer words than k)."""
-        words = self.word_hashes(text)
-        k = min(self.shingle_words, words.size)
-        if k == 0:
-            return words
+    def _shingle_blocks(self, text: str) -> Iterator[U64]:
+        """The hashes of the text's shingles, block by block; one shingle of all words if fewer than k."""
+        k = self.shingle_words
+        tail = np.empty(0, np.uint64)  # the last k - 1 words: the next block's first shingles start there
+        total = 0
+        for block in self._word_blocks(text):
+            total += block.size
+            words = np.concatenate([tail, block]) if tail.size else block
+            if words.size >= k:
+                yield self._combine(words, k)
+            tail = words[max(words.size - (k - 1), 0) :]
+        if 0 < total < k:  # all the words are in the tail
+            yield self._combine(tail, total)
+
+    def _combine(self, words: U64, k: int) -> U64:
         count = words.size - k + 1
         combined = words[:count] * self._weights[0]
         for offset in range(1, k):
             combined += words[offset : offset + count] * self._weights[offset]
         return fmix64(combined)
 
+    def word_hashes(self, text: str) -> U64:
+        """Hashes of the text's words, in order (a word: a maximal run of letters, digits, non-ASCII)."""
+        return _joined(list(self._word_blocks(text)))
+
+    def shingle_hashes(self, text: str) -> U64:
+        """Hashes of the text's shingles (k consecutive words; one shingle if fewer words than k)."""
+        return _joined(list(self._shingle_blocks(text)))
+
     def signature(self, text: str) -> SigArray | None:
         """One-permutation MinHash of the text's shingle set (b = 16 bits per bin), None without words."""
-        hashes = self.shingle_hashes(text)
-        if hashes.size == 0:
+        minima: U64 | None = None
+        present = np.zeros(self.num_perm, np.bool_)
+        for hashes in self._shingle_blocks(text):
+            if not hashes.size:
+                continue
+            hashes.sort()
+            first = np.searchsorted(hashes, self._bin_starts)
+            found = first < hashes.size
+            block_minima = hashes[np.minimum(first, hashes.size - 1)]
+            found &= (block_minima >> self._bin_shift) == self._bins
+            if minima is None:  # the first block (of most pages, the only one)
+                minima, present = block_minima, found
+            else:
+                lower = found & (~present | (block_minima < minima))
+                minima[lower] = block_minima[lower]
+                present |= found
+        if minima is None:
             return None
-        hashes.sort()
-        first = np.searchsorted(hashes, self._bin_starts)
-        present = first < hashes.size
-        minima = hashes[np.minimum(first, hashes.size - 1)]
-        present &= (minima >> self._bin_shift) == np.arange(self.num_perm, dtype=np.uint64)
         values = minima.astype(np.uint16)  # the low 16 bits
         if not present.all():
             values = self._densify(values, present)

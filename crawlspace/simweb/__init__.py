@@ -15,6 +15,7 @@ hand-written robots rules, never by parsing what the renderer wrote.
 """
 
 from crawlspace.simweb.config import SimWebConfig, SimWebConfigError
+from crawlspace.simweb.export import export_static
 from crawlspace.simweb.generator import SimWeb
 from crawlspace.simweb.judge import CrawlVerdict, judge_crawl
 from crawlspace.simweb.model import Link, Response
@@ -39,6 +40,7 @@ __all__ = [
     "SimWeb",
     "SimWebConfig",
     "SimWebConfigError",
+    "export_static",
     "judge_crawl",
     "read_log",
     "read_nginx_log",

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import click
 
 from crawlspace.simweb.config import SimWebConfig, SimWebConfigError
+from crawlspace.simweb.export import export_static
 from crawlspace.simweb.generator import SimWeb
 from crawlspace.simweb.server import SimServer, default_port, new_event_loop, write_atomically
 
@@ -198,5 +199,5 @@ def truth(config_file: Path | None, n_seeds: int, agent: str, urls_file: Path | 
 def export(config_file: Path | None, directory: Path, octet: int, **options: Any) -> None:
     """Write the web as static files and an nginx config (for throughput benchmarks)."""
     config = build_config(config_file, _knob_values(options), pick_port=True)
-    path = SimWeb.generate(config).export_static(directory, octet)
+    path = export_static(SimWeb.generate(config), directory, octet)
     click.echo(f"nginx -c {path}  (hosts file: {directory / 'hosts.txt'})")

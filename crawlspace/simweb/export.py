@@ -36,10 +36,10 @@ if TYPE_CHECKING:
     from crawlspace.simweb.generator import SimWeb
 
 
-def export_static(web: SimWeb, directory: Path, octet: int) -> Path:
+def export_static(web: SimWeb, directory: str | Path, octet: int = 1) -> Path:
     """Write files, `hosts` (a hosts file) and `nginx.conf` under `directory`; return the config's path."""
     data = web.data
-    directory = directory.resolve()
+    directory = Path(directory).resolve()
     servers: list[str] = []
     for index, name in enumerate(web.hosts):
         root = directory / "hosts" / name

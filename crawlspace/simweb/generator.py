@@ -13,11 +13,9 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from pathlib import Path
 
 from crawlspace.simweb.build import generate_data
 from crawlspace.simweb.config import SimWebConfig
-from crawlspace.simweb.export import export_static
 from crawlspace.simweb.model import ExtraKind, Link, Response, WebData
 from crawlspace.simweb.render import HTML, RenderedLink, Renderer
 from crawlspace.simweb.robots import CRAWLABLE_ROOT, RobotsKind, path_allowed, robots_status
@@ -336,7 +334,3 @@ class SimWeb:
         ):
             digest.update(array.tobytes())
         return digest.hexdigest()
-
-    def export_static(self, directory: str | Path, octet: int = 1) -> Path:
-        """Write the web as static files plus an nginx config (see export.py); returns the config path."""
-        return export_static(self, Path(directory), octet)

@@ -14,7 +14,10 @@ core, medians of 3), in pages per CPU-second and bytes per page:
 so only ISA-L leaves room for the 3,000 pages/s the whole store must sustain on one core, for 8%
 more bytes than zlib 6 (zlib level 1 compresses less than isal level 1, at a third of its speed).
 Serializing headers by hand costs microseconds (digests and record ids included), and each
-exchange goes to disk in one `write` call, so a crash can tear only the last exchange.
+exchange goes to disk in one `write` call, so a crash can tear only the last exchange. A body is
+read and compressed in parts (a spilled one from its file, `crawlspace.fetch.body`), and the
+compressed parts are joined once, for that write: a 10 MiB page costs its compressed size in
+memory here (twice, while they are joined), not one copy of the body and three of its compression.
 
 Layout and invariants:
 - every file starts with a `warcinfo` record, and every other record names it (WARC-Warcinfo-ID);
@@ -46,6 +49,7 @@ from pathlib import Path
 from isal import isal_zlib
 
 from crawlspace.fetch import FetchResult
+from crawlspace.fetch.body import Payload, payload_parts
 from crawlspace.store.cdxj import CdxjEntry, cdxj_path, write_cdxj
 
 WARC_VERSION = "WARC/1.1"
@@ -62,15 +66,16 @@ _FILE_NAME = re.compile(r"^(?P<prefix>.+)-(?P<stamp>\d{20})-(?P<serial>\d{5,})-(
 _B32_PAIRS = [a + b for a in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" for b in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"]
 
 
-def sha1_digest(*parts: bytes) -> str:
+def sha1_digest(*parts: Payload) -> str:
     """`sha1:BASE32` of the concatenated parts: the digest form of WARC-Block/Payload-Digest.
 
     A SHA-1 digest is 160 bits, exactly 32 base32 characters without padding, so it is spelled
     from ten-bit groups here: `base64.b32encode` is pure Python and cost a sixth of a record.
     """
     hasher = hashlib.sha1()
-    for part in parts:
-        hasher.update(part)
+    for payload in parts:
+        for part in payload_parts(payload):
+            hasher.update(part)
     number = int.from_bytes(hasher.digest(), "big")
     return "sha1:" + "".join([_B32_PAIRS[(number >> shift) & 1023] for shift in range(150, -1, -10)])
 
@@ -144,6 +149,14 @@ class RecoveredFile:
     bytes_cut: int
     problem: str
     removed: bool = False
+
+
+@dataclass(slots=True)
+class _Member:
+    """One record as a gzip member, in the parts the compressor gave."""
+
+    parts: list[bytes]
+    size: int
 
 
 @dataclass(slots=True)
@@ -245,7 +258,7 @@ class WarcWriter:
             ],
             block,
         )
-        self._append(self._file, member)
+        self._append(self._file, [member])
         self.records_written += 1
         return self._file
 
@@ -272,7 +285,7 @@ class WarcWriter:
 
     # -- records -----------------------------------------------------------------------------
 
-    def _member(self, headers: list[tuple[str, str]], *block: bytes, payload_digest: str | None = None) -> bytes:
+    def _member(self, headers: list[tuple[str, str]], *block: Payload, payload_digest: str | None = None) -> _Member:
         """One record as a gzip member; digests are computed here unless the payload's is given."""
         length = sum(len(part) for part in block)
         lines = [WARC_VERSION]
@@ -287,18 +300,22 @@ class WarcWriter:
             head = "\r\n".join(lines)
         compressor = isal_zlib.compressobj(self.compression_level, isal_zlib.DEFLATED, _GZIP_WBITS)
         parts = [compressor.compress(head.encode())]
-        parts += [compressor.compress(part) for part in block]
+        parts += [compressor.compress(part) for payload in block for part in payload_parts(payload)]
         parts.append(compressor.compress(b"\r\n\r\n"))
         parts.append(compressor.flush())
-        return b"".join(parts)
+        parts = [part for part in parts if part]
+        return _Member(parts, sum(len(part) for part in parts))
 
-    def _append(self, current: _OpenFile, data: bytes) -> None:
-        view = memoryview(data)
+    def _append(self, current: _OpenFile, members: list[_Member]) -> None:
+        """Write the members in one write call (more only if the system takes less at once)."""
+        parts = [part for member in members for part in member.parts]
+        view = memoryview(parts[0] if len(parts) == 1 else b"".join(parts))
         while view:
             written = os.write(current.fd, view)
             view = view[written:]
-        current.size += len(data)
-        self.bytes_written += len(data)
+        size = sum(member.size for member in members)
+        current.size += size
+        self.bytes_written += size
 
     def _common(self, current: _OpenFile, result: FetchResult, date: str) -> list[tuple[str, str]]:
         headers = [("WARC-Date", date), ("WARC-Target-URI", result.url)]
@@ -313,7 +330,7 @@ class WarcWriter:
         result: FetchResult,
         date: str,
         main_id: str,
-        main: bytes,
+        main: _Member,
         metadata: Sequence[tuple[str, str]] | None,
     ) -> int:
         """Write the main record with its request (and metadata) in one call; returns the main record's offset."""
@@ -347,7 +364,7 @@ class WarcWriter:
                 )
             )
         offset = current.size
-        self._append(current, b"".join(members))
+        self._append(current, members)
         self.records_written += len(members)
         return offset
 
@@ -375,12 +392,12 @@ class WarcWriter:
                 mime=result.content_type or "unk",
                 status=result.status,
                 digest=payload_digest,
-                length=len(response),
+                length=response.size,
                 offset=offset,
                 filename=current.path.name,
             )
         )
-        return Capture(current.path.name, offset, len(response), response_id, date, payload_digest)
+        return Capture(current.path.name, offset, response.size, response_id, date, payload_digest)
 
     def write_revisit(
         self,
@@ -423,12 +440,12 @@ class WarcWriter:
                 mime="warc/revisit",
                 status=result.status,
                 digest=payload_digest,
-                length=len(member),
+                length=member.size,
                 offset=offset,
                 filename=current.path.name,
             )
         )
-        return Capture(current.path.name, offset, len(member), revisit_id, date, payload_digest)
+        return Capture(current.path.name, offset, member.size, revisit_id, date, payload_digest)
 
     # -- recovery ----------------------------------------------------------------------------
 

@@ -9,6 +9,11 @@ Content-Length (short, long), garbage status line, reset mid-body, redirect loop
 redirect chain, 100 MB page, invalid UTF-8, lying charset, 10,000 headers, one huge header,
 accept-and-never-answer, close without answering, 503/429 with Retry-After, a path that fails
 N times then works, conditional GET, and `/site/N`, a small well-behaved site of linked pages.
+
+`/big/KIND/N` are pages larger than any limit, made of ordinary HTML (paragraphs of random words,
+a link in each) that differs from N to N, so that each is new content through every stage of a
+crawl: `plain` (Content-Length of BIG_PAGE bytes), `chunked` (a chunked body that never ends) and
+`gzip` (BIG_PAGE bytes of it gzip-compressed as they are sent, chunked: about 60% of that size).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
+import itertools
 import multiprocessing
 import socket
 import ssl
@@ -32,10 +38,13 @@ from pathlib import Path
 from typing import Any
 
 import brotli
+import numpy as np
 import zstandard
 
 BOMB_SIZE = 1 << 30  # decoded bytes a bomb would expand to
 PAGE_100MB = 100 * 1024 * 1024
+BIG_PAGE = 16 * 1024 * 1024  # bytes of a /big/ page: more than the crawler's default limits (10 MiB)
+BIG_BLOCK = 1 << 20
 ETAG = '"v1"'
 LAST_MODIFIED = "Tue, 01 Dec 2026 10:00:00 GMT"
 
@@ -85,6 +94,32 @@ def _bomb(encoding: str) -> bytes:
         parts = [compressor.compress(block) for _ in range(blocks)]
         return b"".join(parts) + compressor.flush()
     raise ValueError(encoding)
+
+
+_WORD_BYTES = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz    ", np.uint8)  # spaces make ~5-letter words
+_HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
+_ROW_TEXT = 200
+
+
+def big_page_block(page: int, block: int, size: int = BIG_BLOCK) -> bytes:
+    """Block `block` of big page `page`: `size` bytes of HTML rows `<p>words<a href="/l/HEX">w</a></p>`
+    (the first block starts the document), random but the same on every call."""
+    rng = np.random.default_rng([page, block])
+    head = b"<html><head><title>big page %d</title></head><body>\n" % page if block == 0 else b""
+    prefix, middle, suffix = (np.frombuffer(part, np.uint8) for part in (b"<p>", b'<a href="/l/', b'">w</a></p>\n'))
+    width = len(prefix) + _ROW_TEXT + len(middle) + 8 + len(suffix)
+    rows = (size - len(head)) // width + 1
+    table = np.concatenate(
+        [
+            np.broadcast_to(prefix, (rows, len(prefix))),
+            _WORD_BYTES[rng.integers(0, len(_WORD_BYTES), (rows, _ROW_TEXT), dtype=np.uint8)],
+            np.broadcast_to(middle, (rows, len(middle))),
+            _HEX[rng.integers(0, len(_HEX), (rows, 8), dtype=np.uint8)],
+            np.broadcast_to(suffix, (rows, len(suffix))),
+        ],
+        axis=1,
+    )
+    return (head + table.tobytes())[:size]
 
 
 class HostileServer:
@@ -436,6 +471,37 @@ async def _huge(server: _App, path: str, headers: dict[str, str], writer: Writer
     return True
 
 
+async def _big(server: _App, path: str, headers: dict[str, str], writer: Writer) -> bool:
+    """/big/plain/N, /big/chunked/N, /big/gzip/N: see the module docstring."""
+    _, kind, number = path.strip("/").split("/")
+    page = int(number)
+    blocks = BIG_PAGE // BIG_BLOCK
+    if kind == "chunked":
+        writer.write(_head("200 OK", [("Content-Type", "text/html"), ("Transfer-Encoding", "chunked")]))
+        for block in itertools.count():
+            await _write_chunk(writer, big_page_block(page, block))
+    if kind == "gzip":  # compressed as it is sent, so a client that stops early costs little
+        fields = [("Content-Type", "text/html"), ("Content-Encoding", "gzip"), ("Transfer-Encoding", "chunked")]
+        writer.write(_head("200 OK", fields))
+        compressor = zlib.compressobj(1, zlib.DEFLATED, 31)
+        for block in range(blocks):
+            await _write_chunk(writer, compressor.compress(big_page_block(page, block)))
+        await _write_chunk(writer, compressor.flush())
+        writer.write(b"0\r\n\r\n")
+        return True
+    writer.write(_head("200 OK", [("Content-Type", "text/html"), ("Content-Length", str(BIG_PAGE))]))
+    for block in range(blocks):
+        writer.write(big_page_block(page, block))
+        await writer.drain()
+    return True
+
+
+async def _write_chunk(writer: Writer, data: bytes) -> None:
+    if data:  # an empty chunk would end the body
+        writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        await writer.drain()
+
+
 async def _bad_utf8(server: _App, path: str, headers: dict[str, str], writer: Writer) -> bool:
     body = b'<html><body>\xff\xfe\xc3\x28 broken \xe2\x82 <a href="/site/1">next</a>\xed\xa0\x80</body></html>'
     writer.write(html_response(body, "text/html; charset=utf-8"))
@@ -539,6 +605,7 @@ ROUTES: dict[str, Callable[..., Awaitable[bool]]] = {
     "loop": _redirect,
     "chain": _redirect,
     "huge": _huge,
+    "big": _big,
     "bad-utf8": _bad_utf8,
     "lying-charset": _lying_charset,
     "many-headers": _many_headers,

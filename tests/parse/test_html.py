@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import codecs
+import re
+import tracemalloc
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from crawlspace.parse import parse_html
 from crawlspace.parse.html import (
+    MAX_ANCHOR_CHARS,
+    MAX_TITLE_CHARS,
     ParsedPage,
+    _collapse,
+    _collapsed_prefix,
     canonical_from_link_header,
     decode_html,
+    html_segments,
     refresh_target,
     robots_directives,
     sniff_charset,
@@ -147,6 +156,94 @@ def test_max_links_and_dropped_count() -> None:
     page = parse_html(html, "http://e.com/", max_links=10)
     assert len(page.links) == 10 and page.dropped_links == 40
     assert page.links[-1].url == "http://e.com/p9"
+
+
+def test_text_title_and_anchor_texts_are_cut_at_their_limits() -> None:
+    """One unclosed element can make the rest of a truncated 10 MiB page its text: what a page
+    yields is bounded however large it is, and nothing is cut from pages within the limits."""
+    words = " ".join(f"w{n}" for n in range(50_000))
+    html = f"<title>{words}</title><body><p>{words}</p><a href='/x'>  {words}</a>".encode()
+    page = parse_html(html, "http://e.com/", max_text_chars=1000)
+    assert len(page.raw_text) == 1000 and page.raw_text.startswith("w0 w1 w2")
+    assert len(page.text) <= 1000 and page.text.startswith("w0 w1 w2")
+    assert page.title == words[:MAX_TITLE_CHARS]
+    assert page.links[0].anchor_text == words[:MAX_ANCHOR_CHARS]
+    whole = parse_html(html, "http://e.com/")
+    assert whole.raw_text.split() == words.split() * 2
+
+
+@given(st.text(alphabet=" \t\nab\u3000é", max_size=3000), st.integers(min_value=0, max_value=400))
+def test_collapsed_prefix_is_the_prefix_of_the_collapse(text: str, limit: int) -> None:
+    assert _collapsed_prefix(text, limit) == _collapse(text)[:limit]
+
+
+def long_page(paragraphs: int) -> str:
+    """A page whose links hide in places a careless cut would expose: scripts, comments, textareas."""
+    parts = ['<html><head><title>Long</title><base href="/docs/"><meta name="robots" content="nofollow">']
+    parts.append('<link rel="canonical" href="/the-one"></head><body>')
+    for n in range(paragraphs):
+        parts.append(f'<p>para {n} <a href="p{n}.html">to {n}</a> words</p>\n')
+        if n % 7 == 0:
+            parts.append(f'<script>var s = "<a href=\\"/in-script-{n}\\">x</a>"; if (a < b) {{}}</script>')
+        if n % 11 == 0:
+            parts.append(f'<!-- <a href="/in-comment-{n}">x</a> < not a tag -->')
+        if n % 13 == 0:
+            parts.append(f'<textarea><a href="/in-textarea-{n}"></textarea><STYLE>a < b {{}}</STYLE>')
+    parts.append("</body></html>")
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("size", [40, 150, 1000])
+def test_segments_are_cut_before_tags_never_in_comments_or_raw_text(size: int) -> None:
+    page = long_page(200)
+    pieces = list(html_segments(page, size))
+    assert "".join(pieces) == page and len(pieces) > len(page) // (size * 10)
+    for piece in pieces:
+        assert piece.count("<!--") == piece.count("-->")
+        assert len(re.findall("<script", piece)) == len(re.findall("</script>", piece))
+        assert len(re.findall("<textarea", piece)) == len(re.findall("</textarea>", piece))
+    assert all(piece.startswith("<") for piece in pieces)
+
+
+@pytest.mark.parametrize("size", [200, 600, 3000])  # the head (170 characters) is in the first segment
+def test_a_page_parsed_in_segments_has_the_links_head_and_text_of_the_whole(size: int) -> None:
+    body = long_page(200).encode()
+    whole = parse_html(body, "http://e.com/a/b")
+    parsed = parse_html(body, "http://e.com/a/b", segment_chars=size)
+    assert len(whole.links) == 200 and not any("/in-" in link.url for link in whole.links)
+    assert [(link.url, link.nofollow, link.kind) for link in parsed.links] == [
+        (link.url, link.nofollow, link.kind) for link in whole.links
+    ]
+    assert all(link.nofollow and link.url.startswith("http://e.com/docs/p") for link in parsed.links)
+    assert (parsed.title, parsed.base, parsed.canonical, parsed.directives) == (
+        whole.title,
+        whole.base,
+        whole.canonical,
+        whole.directives,
+    )
+    assert parsed.text.split() == whole.text.split()
+
+
+def test_a_text_run_longer_than_a_segment_is_cut_in_it() -> None:
+    """A decoded gzip bomb is millions of NUL characters and no tag: lexbor spends 18 bytes on each."""
+    text = "<p>" + "\0" * 1000 + "</p><p>" + "w " * 1000 + "</p>"
+    pieces = list(html_segments(text, 100))
+    assert "".join(pieces) == text and max(len(piece) for piece in pieces) <= 100
+    page = parse_html(text.encode(), "http://e.com/", segment_chars=100)
+    assert page.text.split() == ["w"] * 1000
+
+
+def test_the_tree_of_a_long_tag_dense_page_is_built_a_segment_at_a_time() -> None:
+    """lexbor takes about 40 bytes per character of `<p>x</p>`: 120 MB for these 3 MiB at once."""
+    body = b"<html><body>" + b"<p>x</p>" * (3 << 17)
+    tracemalloc.start()
+    try:
+        page = parse_html(body, "http://e.com/", segment_chars=1 << 19)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert page.text.split() == ["x"] * (3 << 17)
+    assert peak < 40 << 20, peak
 
 
 def test_invalid_base_href_falls_back_to_the_page_url() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from crawlspace.simweb import SimWeb, SimWebConfig, read_nginx_log
+from crawlspace.simweb.export import export_static
 
 NGINX = os.environ.get("CRAWLSPACE_NGINX") or shutil.which("nginx")
 OCTET = 247  # outside the octets SimServer picks (16..239)
@@ -21,7 +22,7 @@ OCTET = 247  # outside the octets SimServer picks (16..239)
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[SimWeb, Path]:
     web = SimWeb.generate(SimWebConfig(hosts=12, seed=4, port=18080))
     directory = tmp_path_factory.mktemp("export")
-    return web, web.export_static(directory, octet=OCTET)
+    return web, export_static(web, directory, OCTET)
 
 
 def test_files_and_config(exported: tuple[SimWeb, Path]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from crawlspace.fetch import FetchResult, Outcome
+from crawlspace.fetch.body import Payload
 from crawlspace.parse import Link, ParsedPage
 
 
@@ -15,7 +16,7 @@ def html_page(title: str, text: str, links: list[tuple[str, str]]) -> bytes:
 
 def fetch_result(
     url: str,
-    body: bytes = b"<html><title>t</title></html>",
+    body: Payload = b"<html><title>t</title></html>",
     *,
     status: int = 200,
     content_type: str = "text/html; charset=utf-8",

@@ -158,7 +158,7 @@ def test_a_duplicate_of_a_page_this_store_does_not_hold_is_a_revisit_by_uri_and_
         store.record_duplicate(fetch_result(B, b"<html>x</html>", started=1e9 + 3), A, 1e9, fingerprint=5, depth=2)
         store.flush()
         row = store.table.get(B)
-    assert row is not None and row.fetch is not None and row.fetch["duplicate_of"] == A
+    assert row is not None and row.fetch is not None and row.fetch.duplicate_of == A
     ((kind, _, headers),) = [record for record in warc_records(tmp_path) if record[0] in ("revisit", "response")]
     assert kind == "revisit" and store.stats.revisits == 1
     assert headers["WARC-Refers-To-Target-URI"] == A and headers["WARC-Refers-To-Date"] == "2001-09-09T01:46:40.000000Z"

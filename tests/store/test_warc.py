@@ -15,6 +15,7 @@ from fastwarc.warc import ArchiveIterator as FastIterator
 from fastwarc.warc import WarcRecordType
 from warcio.archiveiterator import ArchiveIterator as WarcioIterator
 
+from crawlspace.fetch.body import BodyBuffer, SpilledBytes
 from crawlspace.store.cdxj import CdxjIndex, cdxj_path
 from crawlspace.store.warc import (
     REVISIT_PROFILE,
@@ -398,3 +399,26 @@ def test_a_truncated_body_is_marked_with_its_reason(tmp_path: Path) -> None:
     assert reasons == {"http://big.test/": "length", "http://slow.test/": "time"}
     with open(path, "rb") as handle:
         assert len(list(WarcioIterator(handle, check_digests=True))) == 5
+
+
+def test_a_spilled_body_is_written_as_it_would_be_from_memory(tmp_path: Path) -> None:
+    """A body the fetcher kept in a file (crawlspace.fetch.body) is read in parts, digested and
+    compressed part by part: the records are those of the same body in memory, digests included."""
+    body = os.urandom(3 << 19).hex().encode()  # 3 MiB, more than one part
+    buffer = BodyBuffer(1 << 16, tmp_path)
+    for start in range(0, len(body), 1 << 16):
+        buffer.append(body[start : start + (1 << 16)])
+    spilled = buffer.finish()
+    assert isinstance(spilled, SpilledBytes)
+    writer = WarcWriter(tmp_path / "warc")
+    in_memory = writer.write_exchange(fetch_result("http://a.test/memory", body))
+    from_file = writer.write_exchange(fetch_result("http://a.test/spilled", spilled))
+    revisit = writer.write_revisit(fetch_result("http://a.test/copy", spilled), in_memory, "http://a.test/memory")
+    writer.close()
+    assert from_file.payload_digest == in_memory.payload_digest == revisit.payload_digest == sha1_digest(body)
+    (path,) = warc_files(tmp_path / "warc")
+    for capture in (in_memory, from_file):
+        record = read_record(path, capture.offset, capture.length)
+        assert record.http_parts()[2] == body
+    with open(path, "rb") as handle:
+        assert len(list(WarcioIterator(handle, check_digests=True))) == 1 + 3 * 2

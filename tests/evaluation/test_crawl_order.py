@@ -6,7 +6,7 @@ import csv
 import json
 from pathlib import Path
 
-from crawlspace.policies.evaluate import EVALUATION_WEB, EvaluationSetup, evaluate
+from crawlspace.evaluation import EVALUATION_WEB, EvaluationSetup, evaluate
 
 # few back queues for 200 hosts: the front queues, hence the policy, decide which host comes next
 SETUP = EvaluationSetup(web=EVALUATION_WEB.replace(hosts=200, seed=3), seeds=5, concurrency=3, back_queues=3)

@@ -1,0 +1,70 @@
+"""Run a crawl through the CLI in a child process and measure its peak resident memory from outside.
+
+The peak is the kernel's: `ru_maxrss` of the reaped child (os.wait4), the high-water mark of its
+resident set over its whole life, crawl processes it forked included (the largest of them). Nothing
+inside the crawl is asked, so the figure cannot be flattered by what the crawl reports of itself.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class MeasuredCrawl:
+    peak_rss_mb: float
+    returncode: int
+    seconds: float
+    stderr: str
+
+
+def toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{toml_value(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def crawl_measured(seeds: list[str], out: Path, config: dict[str, object], timeout: float = 300) -> MeasuredCrawl:
+    """`crawlspace crawl` of `seeds` into `out` with `config` (keys of CrawlConfig), in a child process."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    seeds_file = out.parent / f"{out.name}-seeds.txt"
+    seeds_file.write_text("".join(f"{url}\n" for url in seeds))
+    config_file = out.parent / f"{out.name}-config.toml"
+    config_file.write_text("".join(f"{key} = {toml_value(value)}\n" for key, value in config.items()))
+    command = [sys.executable, "-m", "crawlspace", "crawl", str(seeds_file), "--out", str(out)]
+    command += ["--config", str(config_file), "--no-progress"]
+    started = time.monotonic()
+    stderr_file = out.parent / f"{out.name}-stderr.txt"
+    with open(stderr_file, "wb") as stderr:
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, env=env)
+        deadline = started + timeout
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                child.kill()
+                pid, status, usage = os.wait4(child.pid, 0)
+                break
+            time.sleep(0.05)
+    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    return MeasuredCrawl(
+        peak_rss_mb=usage.ru_maxrss / 1024,  # KiB on Linux
+        returncode=child.returncode,
+        seconds=time.monotonic() - started,
+        stderr=stderr_file.read_text(errors="replace"),
+    )
