@@ -1,7 +1,8 @@
 """The composition root: every component of one crawl partition, built from its CrawlConfig.
 
 The only place that reads configuration keys to build the crawl loop's parts, so the parts take
-plain arguments (testable without a config) and the engine takes parts (testable with fakes).
+plain arguments (testable without a config, and the lower floors never import it) and the engine
+takes parts (testable with fakes).
 Layout of a crawl (or partition) directory: frontier/ (the checkpoint's commit point), journal/,
 seen/urls, seen/content, robots/robots.log, warc/ (or the partitions' shared one), table/.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.handoff import PageHandOff
@@ -26,7 +28,9 @@ from crawlspace.distributed.assignment import Assignment, ModuloAssignment
 from crawlspace.distributed.protocols import Peers
 from crawlspace.distributed.router import PartitionRouter
 from crawlspace.dns import AddressGuard, Resolver
+from crawlspace.dns.resolver import Backoff
 from crawlspace.fetch import Fetcher
+from crawlspace.fetch.fetcher import FetchLimits
 from crawlspace.fetch.retry import RetryPolicy
 from crawlspace.frontier import Frontier, FrontierEntry, Politeness, Prioritizer
 from crawlspace.hooks.runtime import Extensions
@@ -37,7 +41,7 @@ from crawlspace.robots.persist import LOG_NAME, RobotsLog
 from crawlspace.seen import ContentSeen, UrlSet
 from crawlspace.store import PageStore, StoreOptions
 from crawlspace.urls import Normalizer
-from crawlspace.urls.filter import UrlFilter, filter_from_config
+from crawlspace.urls.filter import Scope, UrlFilter
 
 
 @dataclass
@@ -57,6 +61,91 @@ class Components:
     guard: AddressGuard
     retry: RetryPolicy
     store: PageStore
+
+
+def resolver(config: CrawlConfig, **kwargs: Any) -> Resolver:
+    """`kwargs`: test doubles (a scripted DNS backend, a clock)."""
+    return Resolver(
+        overrides=config.resolve,
+        hosts_file=config.hosts_file,
+        nameservers=config.dns_servers,
+        min_ttl=config.dns_min_ttl,
+        max_ttl=config.dns_max_ttl,
+        negative_ttl=config.dns_negative_ttl,
+        timeout=config.dns_timeout,
+        backoff=Backoff(config.dns_retry_attempts, config.dns_retry_initial, config.dns_retry_max),
+        **kwargs,
+    )
+
+
+def guard(config: CrawlConfig) -> AddressGuard:
+    return AddressGuard(allow_private=config.allow_private_addresses, allow_networks=config.allow_networks)
+
+
+def fetcher(
+    config: CrawlConfig, resolver: Resolver, guard: AddressGuard, *, spill_dir: str | Path | None = None
+) -> Fetcher:
+    """`spill_dir`: where bodies beyond `spill_bytes` wait for their turn (the crawl directory: /tmp is
+    often a RAM disk)."""
+    return Fetcher(
+        resolver,
+        guard,
+        user_agent=config.user_agent,
+        from_header=config.from_header,
+        max_connections=config.concurrency,
+        max_conn_per_host=config.max_conn_per_host,
+        connect_timeout=config.connect_timeout,
+        read_timeout=config.read_timeout,
+        total_timeout=config.total_timeout,
+        keepalive_timeout=config.keepalive_timeout,
+        limits=FetchLimits(
+            max_body_bytes=config.max_body_bytes,
+            max_decoded_bytes=config.max_decoded_bytes,
+            max_compression_ratio=config.max_compression_ratio,
+            max_response_headers=config.max_response_headers,
+            max_header_bytes=config.max_header_bytes,
+        ),
+        verify_tls=config.verify_tls,
+        spill_bytes=config.spill_bytes,
+        spill_dir=spill_dir,
+    )
+
+
+def store_options(config: CrawlConfig) -> StoreOptions:
+    return StoreOptions(
+        warc_max_bytes=config.warc_max_bytes,
+        warc_prefix=config.warc_prefix,
+        warc_compression_level=config.warc_compression_level,
+        store_text=config.store_text,
+        max_versions={
+            "title": config.table_title_versions,
+            "content": config.table_content_versions,
+            "fetch": config.table_fetch_versions,
+            "anchor": config.table_anchor_versions,
+        },
+        flush_pages=config.store_flush_pages,
+        flush_seconds=config.store_flush_seconds,
+        sync=config.store_sync,
+    )
+
+
+def url_filter(config: CrawlConfig) -> UrlFilter:
+    """The filter chain a crawl configuration asks for (seeds are added by the link pipeline)."""
+    return UrlFilter(
+        scope=Scope(config.scope, config.allowed_domains),
+        schemes=config.allowed_schemes,
+        include=config.include,
+        exclude=config.exclude,
+        exclude_extensions=config.exclude_extensions,
+        max_depth=config.max_depth,
+        max_redirects=config.max_redirects,
+        max_url_length=config.max_url_length,
+        max_path_depth=config.max_path_depth,
+        max_segment_repeats=config.max_segment_repeats,
+        max_query_params=config.max_query_params,
+        host_page_budget=config.host_page_budget,
+        max_host_depth=config.max_host_depth,
+    )
 
 
 def politeness(config: CrawlConfig) -> Politeness:
@@ -108,8 +197,8 @@ def assemble(
     if not resume:
         (robots_dir / LOG_NAME).unlink(missing_ok=True)
     seen_dir = out_dir / "seen"
-    url_filter = filter_from_config(config)
-    url_filter.schemes |= extensions.schemes
+    chain = url_filter(config)
+    chain.schemes |= extensions.schemes
     return Components(
         politeness=polite,
         policy=policy,
@@ -130,15 +219,15 @@ def assemble(
             sort_query=config.sort_query,
             extra_schemes=extensions.schemes,
         ),
-        url_filter=url_filter,
-        resolver=Resolver.from_config(config),
-        guard=AddressGuard.from_config(config),
+        url_filter=chain,
+        resolver=resolver(config),
+        guard=guard(config),
         retry=RetryPolicy(
             max_retries=config.max_retries, initial_delay=config.retry_delay, statuses=frozenset(config.retry_statuses)
         ),
         store=PageStore(
             out_dir,
-            StoreOptions.from_config(config),
+            store_options(config),
             warcinfo={"http-header-user-agent": config.user_agent, "robots": "obey", "isPartOf": out_dir.name},
             warc_dir=shared_warc_dir,
             recover=shared_warc_dir is None,  # a shared WARC directory is recovered before the partitions start
@@ -211,9 +300,3 @@ def stages(
     )
     handoff = PageHandOff(extensions, recorder, links, max_body_bytes=config.max_body_bytes, wake=wake)
     return Stages(router, links, recorder, robots_gate, handoff)
-
-
-def fetcher(config: CrawlConfig, resolver: Resolver, guard: AddressGuard, *, spill_dir: Path) -> Fetcher:
-    """`spill_dir`: where bodies beyond `spill_bytes` wait for their turn (the crawl directory: /tmp is
-    often a RAM disk)."""
-    return Fetcher.from_config(config, resolver, guard, spill_dir=spill_dir)

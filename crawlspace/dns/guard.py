@@ -19,10 +19,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from crawlspace.config import CrawlConfig
+from typing import Any
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -88,10 +85,6 @@ class AddressGuard:
         self.refusals: dict[str, Refusal] = {}  # host -> first refused address, reason and count
         self.refused = 0
         self._decisions: dict[str, str | None] = {}  # address -> refusal reason: ipaddress is slow
-
-    @classmethod
-    def from_config(cls, config: CrawlConfig) -> AddressGuard:
-        return cls(allow_private=config.allow_private_addresses, allow_networks=config.allow_networks)
 
     def _allowed(self, ip: IPAddress) -> bool:
         return any(ip.version == net.version and ip in net for net in self.allow_networks)

@@ -29,13 +29,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiodns
 import pycares
-
-if TYPE_CHECKING:
-    from crawlspace.config import CrawlConfig
 
 SYSTEM_HOSTS_FILE = "/etc/hosts"
 CHANNEL_RESET_INTERVAL = 30.0
@@ -190,22 +187,6 @@ class Resolver:
         self.prefetches = 0  # lookups started by prefetch
         self.channel_resets = 0  # c-ares channels replaced because no server could be reached
         self.unresolvable: dict[str, str] = {}  # host -> reason, each reported once
-
-    @classmethod
-    def from_config(cls, config: CrawlConfig, **kwargs: Any) -> Resolver:
-        return cls(
-            overrides=config.resolve,
-            hosts_file=config.hosts_file,
-            nameservers=config.dns_servers,
-            min_ttl=config.dns_min_ttl,
-            max_ttl=config.dns_max_ttl,
-            negative_ttl=config.dns_negative_ttl,
-            timeout=config.dns_timeout,
-            backoff=Backoff(config.dns_retry_attempts, config.dns_retry_initial, config.dns_retry_max),
-            **kwargs,
-        )
-
-    # -- answers without I/O -------------------------------------------------------------------
 
     def cached(self, host: str) -> str | None:
         """The address of `host` if known without a lookup (literal, static or fresh in the cache).

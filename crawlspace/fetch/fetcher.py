@@ -48,7 +48,6 @@ from crawlspace.fetch.outcomes import Outcome
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from crawlspace.config import CrawlConfig
 
 log = logging.getLogger(__name__)
 
@@ -237,33 +236,6 @@ class Fetcher:
         self.truncated: Counter[str] = Counter()
         self.bytes_received = 0
         self.not_modified = 0
-
-    @classmethod
-    def from_config(
-        cls, config: CrawlConfig, resolver: Resolver, guard: AddressGuard, *, spill_dir: str | Path | None = None
-    ) -> Fetcher:
-        return cls(
-            resolver,
-            guard,
-            user_agent=config.user_agent,
-            from_header=config.from_header,
-            max_connections=config.concurrency,
-            max_conn_per_host=config.max_conn_per_host,
-            connect_timeout=config.connect_timeout,
-            read_timeout=config.read_timeout,
-            total_timeout=config.total_timeout,
-            keepalive_timeout=config.keepalive_timeout,
-            limits=FetchLimits(
-                max_body_bytes=config.max_body_bytes,
-                max_decoded_bytes=config.max_decoded_bytes,
-                max_compression_ratio=config.max_compression_ratio,
-                max_response_headers=config.max_response_headers,
-                max_header_bytes=config.max_header_bytes,
-            ),
-            verify_tls=config.verify_tls,
-            spill_bytes=config.spill_bytes,
-            spill_dir=spill_dir,
-        )
 
     async def __aenter__(self) -> Fetcher:
         await self.open()

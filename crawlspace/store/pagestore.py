@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crawlspace.config import CrawlConfig
 from crawlspace.fetch import FetchResult
 from crawlspace.parse import ParsedPage
 from crawlspace.store.crawltable import DEFAULT_MAX_VERSIONS, CrawlTable, FetchInfo, fetch_info
@@ -49,25 +48,6 @@ class StoreOptions:
     flush_pages: int = 500
     flush_seconds: float = 1.0
     sync: bool = True
-
-    @classmethod
-    def from_config(cls, config: CrawlConfig) -> StoreOptions:
-        return cls(
-            warc_max_bytes=config.warc_max_bytes,
-            warc_prefix=config.warc_prefix,
-            warc_compression_level=config.warc_compression_level,
-            store_text=config.store_text,
-            max_versions={
-                "title": config.table_title_versions,
-                "content": config.table_content_versions,
-                "fetch": config.table_fetch_versions,
-                "anchor": config.table_anchor_versions,
-            },
-            flush_pages=config.store_flush_pages,
-            flush_seconds=config.store_flush_seconds,
-            sync=config.store_sync,
-        )
-
 
 @dataclass(slots=True)
 class StoreStats:

@@ -27,14 +27,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 import tldextract
 
 from crawlspace.frontier.entry import FrontierEntry
-
-if TYPE_CHECKING:
-    from crawlspace.config import CrawlConfig
 
 MAX_URL_LENGTH = 2048
 MAX_PATH_DEPTH = 20
@@ -333,22 +329,3 @@ class UrlFilter:
             f"UrlFilter({self.scope!r}, include={len(self.include)}, exclude={len(self.exclude)}, "
             f"max_depth={self.max_depth}, hosts={len(self._hosts)})"
         )
-
-
-def filter_from_config(config: CrawlConfig) -> UrlFilter:
-    """The filter chain a crawl configuration asks for (seeds are added by the engine)."""
-    return UrlFilter(
-        scope=Scope(config.scope, config.allowed_domains),
-        schemes=config.allowed_schemes,
-        include=config.include,
-        exclude=config.exclude,
-        exclude_extensions=config.exclude_extensions,
-        max_depth=config.max_depth,
-        max_redirects=config.max_redirects,
-        max_url_length=config.max_url_length,
-        max_path_depth=config.max_path_depth,
-        max_segment_repeats=config.max_segment_repeats,
-        max_query_params=config.max_query_params,
-        host_page_budget=config.host_page_budget,
-        max_host_depth=config.max_host_depth,
-    )

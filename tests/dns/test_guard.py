@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from crawlspace.config import CrawlConfig
 from crawlspace.dns import AddressGuard, GuardRefused
 
 REFUSED = {
@@ -82,10 +81,3 @@ def test_refusals_are_counted_and_reported_per_host() -> None:
     assert stats["refused"] == 4 and stats["refused_hosts"] == 2
     assert list(stats["hosts"]) == ["metadata.test", "intranet.test"]  # most refused first
     assert stats["hosts"]["metadata.test"] == {"address": "169.254.169.254", "reason": "link-local", "count": 3}
-
-
-def test_from_config() -> None:
-    guard = AddressGuard.from_config(CrawlConfig(allow_networks=["192.168.0.0/16"]))
-    assert guard.refusal_reason("192.168.3.4") is None
-    assert guard.refusal_reason("10.0.0.1") == "private"
-    assert AddressGuard.from_config(CrawlConfig(allow_private_addresses=True)).refusal_reason("::1") is None

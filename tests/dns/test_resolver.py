@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from crawlspace.config import CrawlConfig
 from crawlspace.dns import DNSFailure, Resolver, read_hosts_file
 from crawlspace.dns.resolver import Backoff, hostname_of_authority
 from tests.dns.fake_dns import FakeDNS
@@ -308,16 +307,6 @@ def test_stats_report_the_hit_rate(dns: FakeDNS) -> None:
     assert stats["lookups"] == 2 and stats["hits"] == 3 and stats["negative_hits"] == 1
     assert stats["hit_rate"] == pytest.approx(4 / 6, abs=1e-3)
     assert stats["failures"] == 1 and stats["unresolvable_hosts"] == 1
-
-
-def test_from_config() -> None:
-    config = CrawlConfig(
-        resolve={"a.test": "192.0.2.1"}, dns_servers=["127.0.0.1:9"], dns_min_ttl=5, dns_retry_attempts=3
-    )
-    resolver = Resolver.from_config(config)
-    assert resolver.cached("a.test") == "192.0.2.1"
-    assert resolver._min_ttl == 5 and resolver._backoff.attempts == 3
-    assert resolver._nameservers == ["127.0.0.1:9"]
 
 
 def test_hosts_file_parsing(tmp_path: Path) -> None:

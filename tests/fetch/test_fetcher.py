@@ -12,7 +12,6 @@ from collections.abc import Iterator
 import pytest
 import trustme
 
-from crawlspace.config import CrawlConfig
 from crawlspace.dns import AddressGuard, Resolver
 from crawlspace.fetch import FetchResult, Outcome
 from crawlspace.fetch.fetcher import Fetcher, Validators
@@ -37,16 +36,6 @@ def test_user_agent_and_from_identify_the_crawler(hostile: HostileServer) -> Non
     assert echoed["accept-encoding"] == "gzip, deflate, br, zstd"
     assert "cookie" not in echoed
     assert ("User-Agent", "crawlspace/0.1 (+https://example.org/bot)") in result.request_headers
-
-
-def test_from_config_carries_identity_limits_and_timeouts() -> None:
-    config = CrawlConfig(from_header="ops@example.org", max_body_bytes=4096, max_response_headers=64, read_timeout=7)
-    fetcher = Fetcher.from_config(config, offline_resolver(), AddressGuard())
-    assert fetcher.limits.max_body_bytes == 4096
-    assert fetcher.limits.max_response_headers == 64
-    assert fetcher._headers["From"] == "ops@example.org"
-    assert "+http" in fetcher._headers["User-Agent"]  # a contact URL, always
-    assert fetcher._timeout.sock_read == 7
 
 
 def test_conditional_get_sends_validators_and_reports_not_modified(hostile: HostileServer) -> None:

@@ -11,7 +11,6 @@ from crawlspace.urls.filter import (
     Reason,
     Scope,
     UrlFilter,
-    filter_from_config,
     repeated_segments,
     split_url,
 )
@@ -177,30 +176,6 @@ def test_none_turns_guards_off() -> None:
     assert url_filter.rejection(entry("http://e.com" + "/a" * 50 + "?" + "&".join("x" * 40))) is None
     for i in range(200):
         assert url_filter.admission(entry(f"http://e.com/{i}", depth=i), "e.com") is None
-
-
-def test_filter_from_config() -> None:
-    config = CrawlConfig(
-        scope="domain",
-        include=("/wiki/",),
-        exclude=("action=edit",),
-        allowed_schemes=("https",),
-        exclude_extensions=("png",),
-        max_depth=4,
-        max_path_depth=5,
-        host_page_budget=10,
-        max_host_depth=None,
-    )
-    url_filter = filter_from_config(config)
-    url_filter.add_seed("https://en.wikipedia.org/wiki/Main")
-    assert url_filter.rejection(entry("https://de.wikipedia.org/wiki/X")) is None
-    assert url_filter.rejection(entry("https://wikipedia.com/wiki/X")) is Reason.OUT_OF_SCOPE
-    assert url_filter.rejection(entry("https://en.wikipedia.org/w/index.php")) is Reason.NOT_INCLUDED
-    assert url_filter.rejection(entry("https://en.wikipedia.org/wiki/X?action=edit")) is Reason.EXCLUDED
-    assert url_filter.rejection(entry("https://en.wikipedia.org/wiki/X.png")) is Reason.EXTENSION
-    assert url_filter.rejection(entry("https://en.wikipedia.org/wiki/a/b/c/d/e")) is Reason.PATH_TOO_DEEP
-    assert url_filter.rejection(entry("https://en.wikipedia.org/wiki/X", depth=5)) is Reason.MAX_DEPTH
-    assert url_filter.host_page_budget == 10 and url_filter.max_host_depth is None
 
 
 def test_config_rejects_bad_scope_settings() -> None:
