@@ -24,7 +24,6 @@ import functools
 import os
 import signal
 import time
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,8 +31,10 @@ from typing import Any
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import assembly
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState
-from crawlspace.crawl.ledger import JOURNAL_BROKEN, Ledger, ReplayTarget
+from crawlspace.crawl.ledger import JOURNAL_BROKEN, Ledger
+from crawlspace.crawl.prefetch import DnsPrefetch
 from crawlspace.crawl.recorder import Recorded
+from crawlspace.crawl.resume import ResumeState
 from crawlspace.crawl.robotsgate import Verdict
 from crawlspace.crawl.telemetry import (
     PROGRESS_FILE,
@@ -55,7 +56,6 @@ from crawlspace.fetch import Fetcher, FetchResult, Outcome
 from crawlspace.frontier import FrontierEntry, Lease, Prioritizer
 from crawlspace.hooks.protocols import ProtocolHandler
 from crawlspace.hooks.runtime import Extensions
-from crawlspace.urls import url_fingerprint
 
 
 def _host_failed(result: FetchResult) -> bool:
@@ -110,7 +110,7 @@ class CrawlEngine:
             resume=resume,
             extensions=self.extensions,
             prioritizer=prioritizer,
-            on_host_activated=self._host_activated,
+            on_host_activated=lambda host: self.prefetch.activated(host),
             partitions=peers.partitions if peers else 1,
             shared_warc_dir=shared_warc_dir,
         )
@@ -124,6 +124,10 @@ class CrawlEngine:
         restart = resume and unstarted_seeds is not None and self._never_checkpointed()
         state = self._saved_state() if resume and not restart else None
         self.stats = CrawlStats.resumed(state.stats) if state is not None else CrawlStats()
+        self._stopping = False
+        self.prefetch = DnsPrefetch(
+            self.resolver, self.frontier, self.stats, wake=self._changed.set, stopping=lambda: self._stopping
+        )
         wired = assembly.stages(
             config,
             parts,
@@ -138,14 +142,17 @@ class CrawlEngine:
         self.router, self.links, self.recorder = wired.router, wired.links, wired.recorder
         self.robots_gate, self.handoff = wired.robots_gate, wired.handoff
         self._low_water = 2 * config.concurrency  # below this many queued URLs the URL buffer is drained
-        self._lookups: set[asyncio.Task[None]] = set()
-        self._attempts: dict[str, int] = {}  # URL -> failed attempts, while a retry is pending
-        self._done: set[int] = set()  # finished URLs the restored frontier may still hand out once
+        self.resume_state = ResumeState(
+            stats=self.stats,
+            url_filter=self.url_filter,
+            links=self.links,
+            robots_gate=self.robots_gate,
+            router=self.router,
+        )
         sinks = telemetry if telemetry is not None else [display_sink(live_progress)]
         self.telemetry = Telemetry([JsonLinesSink(self.out_dir / PROGRESS_FILE), *sinks])
         # Ctrl-C and SIGTERM stop the crawl gracefully; not when it runs inside an application's own loop
         self._signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
-        self._stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._started = time.monotonic()
         self.disk_full: str | None = None
@@ -191,30 +198,12 @@ class CrawlEngine:
         self.links.drain()  # the URL set checkpoints with an empty buffer
         self.ledger.checkpoint(
             (self.urlset.checkpoint, self.content.checkpoint, self.store.flush, self.robots_log.sync, self._compact),
-            self._crawl_state,
+            self.resume_state.capture,
             self.frontier.checkpoint,
         )
 
     def _compact(self) -> None:
         self.robots_log.maybe_compact()
-
-    def _crawl_state(self, generation: int) -> CrawlState:
-        outbox, next_batch, moved, pinned = self.router.checkpointed() if self.router else ([], 1, {}, [])
-        return CrawlState(
-            generation=generation,
-            stats=self.stats.snapshot(),
-            done=sorted(self._done),
-            filter_hosts=self.url_filter.host_counts(),
-            seeds=self.url_filter.seeds,
-            attempts=dict(self._attempts),
-            sitemaps=sorted(self.links.sitemaps),
-            sitemap_files=dict(self.links.sitemap_files),
-            robots_waiting=sorted(self.robots_gate.parked),
-            outbox=outbox,
-            next_batch=next_batch,
-            moved=moved,
-            pinned=pinned,
-        )
 
     def _never_checkpointed(self) -> bool:
         """No checkpoint and no journal: the crawl was killed while it opened its state, before its
@@ -228,34 +217,13 @@ class CrawlEngine:
 
     def _resume(self, state: CrawlState) -> None:
         """Continue from the last checkpoint: restore the engine's state, replay the journals since."""
-        self.url_filter.restore(state.seeds, state.filter_hosts)
-        self._done = set(state.done)
-        self._attempts = dict(state.attempts)
-        self.links.sitemaps = set(state.sitemaps)
-        self.links.sitemap_files = Counter(state.sitemap_files)
-        self.robots_gate.parked = set(state.robots_waiting)
-        restored_robots = self.robots_log.restore(self.robots, time.monotonic())
-        if self.router is not None:
-            self.router.start_replay(state.outbox, state.next_batch, state.moved, state.pinned)
-        target = ReplayTarget(self.links, self.router, self.stats.count_fetch, self._replay_done)
-        journals, report = self.ledger.replay(state.generation, target)
-        self.links.finish_replay()
-        if self.router is not None:
-            self.router.finish_replay()
-        self.budget.set_used(self.stats.pages_fetched)
         self.recovery = {
-            "generation": state.generation,
+            **self.resume_state.restore(state, self.ledger),
             "fallback": self.frontier.fallback,
-            "journals": [path.name for path in journals],
-            "journal_events": report.events,
-            "journal_torn_bytes": report.torn_bytes,
-            "robots_restored": restored_robots,
             "warc_recovered": [str(item) for item in self.store.stats.recovered],
         }
+        self.budget.set_used(self.stats.pages_fetched)
         self.stats.sections["recovery"] = self.recovery
-
-    def _replay_done(self, url: str) -> None:
-        self._done.add(url_fingerprint(url))
 
     def _ledger_failed(self, exc: OSError) -> None:
         """The journal could not be written: what its lines recorded is lost to a resume (as in a
@@ -332,7 +300,7 @@ class CrawlEngine:
     async def run(self) -> CrawlStats:
         loop = asyncio.get_running_loop()
         for host in self.frontier.hosts_awaiting_address():  # activated before the loop ran
-            self._host_activated(host)
+            self.prefetch.activated(host)
         for sig in self._signals:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal)
@@ -351,8 +319,7 @@ class CrawlEngine:
             for sig in self._signals:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
-            for lookup in self._lookups:  # no DNS for hosts activated at shutdown
-                lookup.cancel()
+            self.prefetch.cancel()  # no DNS for hosts activated at shutdown
             await self.resolver.close()
             await self._close_extensions()
             self.policy.close()
@@ -549,7 +516,8 @@ class CrawlEngine:
 
     async def _process(self, fetcher: Fetcher, lease: Lease) -> None:
         try:
-            if self._done and self._finished_before_crash(lease):
+            if self.resume_state.finished_before_crash(lease.entry.url):  # fetched after the checkpoint resumed from
+                self._release(lease, 0.0, contacted=False)
                 return
             await self._process_lease(fetcher, lease)
         except OSError as exc:
@@ -558,16 +526,6 @@ class CrawlEngine:
             self._disk_full(exc)
         finally:
             self.ledger.flush_soon()
-
-    def _finished_before_crash(self, lease: Lease) -> bool:
-        """A URL fetched after the checkpoint a resume started from comes out of the frontier once
-        more: drop it without a request."""
-        fingerprint = url_fingerprint(lease.entry.url)
-        if fingerprint not in self._done:
-            return False
-        self._done.discard(fingerprint)
-        self._release(lease, 0.0, contacted=False)
-        return True
 
     def _disk_full(self, exc: OSError) -> None:
         """No space left: stop cleanly. What the failed write was for is in flight: the last checkpoint
@@ -615,7 +573,7 @@ class CrawlEngine:
             self.stop("max-pages")
             return
         result = await self._fetch_page(fetcher, entry.url)
-        attempts = self._attempts.pop(entry.url, 0) + 1
+        attempts = self.resume_state.attempts.pop(entry.url, 0) + 1
         decision = self.retry.decide(result, attempts)
         first = None
         sitemap = self.links.is_sitemap(entry.url)
@@ -632,7 +590,7 @@ class CrawlEngine:
                 if not decision.retry:
                     self.handoff.page_done(result, entry, recorded.page)
             if decision.retry:  # back into the frontier, behind a longer rest of its host: no worker waits
-                self._attempts[entry.url] = attempts
+                self.resume_state.attempts[entry.url] = attempts
                 self.stats.retries += 1
             elif decision.reason:
                 self.stats.errors["gave-up-after-retries"] += 1
@@ -647,37 +605,6 @@ class CrawlEngine:
                 contacted=result.outcome not in (Outcome.DNS_ERROR, Outcome.GUARD_REFUSED),
                 error=_host_failed(result),
             )
-
-    def _host_activated(self, host: str) -> None:
-        """The frontier gave `host` a back queue: find its address meanwhile (Mercator's DNS
-        prefetch). With per-IP politeness the frontier hands the host out once it has it."""
-        if self._stopping:
-            return  # URLs drained into the frontier at shutdown are not fetched in this run
-        if not host:  # file:///...: no name to look up (its handler reads local files)
-            self.frontier.set_host_address(host, None)
-            return
-        address = self.resolver.cached(hostname_of_authority(host))
-        if address is not None:
-            self.frontier.set_host_address(host, address)
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # seeds added before the loop runs: `run` resolves the waiting hosts
-        task = loop.create_task(self._resolve_host(host))
-        self._lookups.add(task)
-        task.add_done_callback(self._lookups.discard)
-
-    async def _resolve_host(self, host: str) -> None:
-        address: str | None = None  # unresolvable: scheduled alone; its fetch accounts for the failure
-        try:
-            address = await self.resolver.resolve(hostname_of_authority(host))
-        except DNSFailure:
-            pass
-        except Exception as exc:  # never leave a host waiting for an address forever
-            self.stats.errors[f"internal:dns-prefetch:{type(exc).__name__}"] += 1
-        self.frontier.set_host_address(host, address)
-        self._changed.set()
 
     def _dns_failed(self, lease: Lease, failure: DNSFailure) -> None:
         """A temporary failure puts the URL back until the resolver's backoff has passed; a definitive
