@@ -32,6 +32,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl import assembly
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState
 from crawlspace.crawl.ledger import JOURNAL_BROKEN, Ledger
+from crawlspace.crawl.partition import PartitionInbox
 from crawlspace.crawl.prefetch import DnsPrefetch
 from crawlspace.crawl.recorder import Recorded
 from crawlspace.crawl.resume import ResumeState
@@ -48,7 +49,6 @@ from crawlspace.crawl.telemetry import (
 )
 from crawlspace.distributed.assignment import Assignment
 from crawlspace.distributed.budget import Budget, PageBudget
-from crawlspace.distributed.claims import Answer
 from crawlspace.distributed.protocols import Peers
 from crawlspace.dns import DNSFailure
 from crawlspace.dns.resolver import hostname_of_authority
@@ -141,6 +141,19 @@ class CrawlEngine:
         )
         self.router, self.links, self.recorder = wired.router, wired.links, wired.recorder
         self.robots_gate, self.handoff = wired.robots_gate, wired.handoff
+        self.partition = (
+            None
+            if peers is None or self.router is None
+            else PartitionInbox(
+                peers,
+                self.router,
+                links=self.links,
+                ledger=self.ledger,
+                content=self.content,
+                wake=self._changed.set,
+                stop=self.stop,
+            )
+        )
         self._low_water = 2 * config.concurrency  # below this many queued URLs the URL buffer is drained
         self.resume_state = ResumeState(
             stats=self.stats,
@@ -241,57 +254,16 @@ class CrawlEngine:
             self.ledger.done(lease.entry.url)
             self.links.url_finished(lease.entry.url)
 
-    # -- partitions: the Inbox the transport delivers to (distributed.protocols) ---------------
+    # -- partitions (crawl/partition.py) -------------------------------------------------------
 
     async def connect(self) -> None:
-        """Start the transport to the other partitions; after a resume, every batch they never
-        acknowledged goes out again (they drop repeats)."""
-        assert self.peers is not None and self.router is not None
-        await self.peers.start(self)
-        self.peers.transmit(self.router.unacknowledged)
+        """Start the transport to the other partitions (after the engine has resumed its state)."""
+        assert self.partition is not None
+        await self.partition.connect()
 
     def _send_batches(self) -> None:
-        """Cut the open batches and send them once the journal holds their URLs (X lines, written as
-        the URLs were queued): a batch is never sent unjournaled."""
-        if self.router is None or self.peers is None:
-            return
-        batches = self.router.cut()
-        if batches and self.ledger.flush():
-            self.peers.transmit(batches)
-
-    def receive_urls(self, entries: list[FrontierEntry], *, forwarded: bool = False) -> bool:
-        assert self.peers is not None and self.router is not None
-        self.peers.idle = False
-        if forwarded:
-            self.router.pin(entries)
-        self.links.submit(entries, route=False)  # the sender chose this partition
-        journaled = self.ledger.flush()
-        self._changed.set()
-        return journaled
-
-    def batch_acknowledged(self, peer: int, number: int) -> None:
-        assert self.router is not None
-        if self.router.acknowledge(peer, number):
-            self.ledger.flush()
-
-    def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer:
-        return self.content.claim_first(body_fingerprint, url, fetched_at)
-
-    def release_first(self, body_fingerprint: int, url: str) -> None:
-        self.content.release_first(body_fingerprint, url)
-
-    def _hand_over(self, lease: Lease, owner: int) -> None:
-        """Send a leased URL to the partition that now owns its host; no request was made."""
-        assert self.router is not None
-        self.stats.handed_over += 1
-        self.router.hand_over(lease.entry, owner)
-        self._release(lease, 0.0, contacted=False)
-        self._send_batches()
-
-    async def _send_periodically(self) -> None:
-        while True:
-            await asyncio.sleep(0.02)
-            self._send_batches()
+        if self.partition is not None:
+            self.partition.send_batches()
 
     def snapshot(self) -> Snapshot:
         """The crawl as it stands: the counters (copied) and the gauges."""
@@ -308,7 +280,7 @@ class CrawlEngine:
         try:
             async with fetcher:
                 progress = asyncio.create_task(self._report_periodically())
-                sender = asyncio.create_task(self._send_periodically()) if self.peers else None
+                sender = asyncio.create_task(self.partition.send_periodically()) if self.partition else None
                 try:
                     await self._dispatch(fetcher)
                 finally:
@@ -548,7 +520,11 @@ class CrawlEngine:
         self.frontier.set_host_address(lease.host, address)  # no-op unless it changed or was unknown
         owner = self.router.owner_by_address(lease.host, address) if self.router is not None else None
         if owner is not None:
-            self._hand_over(lease, owner)
+            self.stats.handed_over += 1
+            assert self.partition is not None
+            self.partition.hand_over(lease.entry, owner)
+            self._release(lease, 0.0, contacted=False)
+            self.partition.send_batches()
             return
         robots = self.robots_gate.decide(entry.url, lease.host, time.monotonic())
         if robots.verdict is Verdict.FETCH_ROBOTS:

@@ -1,0 +1,94 @@
+"""One partition of a crawl of several: the engine's side of the transport to the others.
+
+`PartitionInbox` is the `Inbox` (distributed.protocols) the transport delivers to: URL batches for
+this partition's hosts go into the link pipeline and are acknowledged once journaled; the
+acknowledgements of this partition's own batches let the router forget them; content claims on
+the fingerprints this partition owns are answered from its content set. It also sends: the
+router's open batches leave only after the journal write that holds their URLs (X lines), and a
+leased URL whose host now belongs to another partition (per-IP politeness) is handed over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from crawlspace.crawl.ledger import Ledger
+from crawlspace.crawl.links import LinkPipeline
+from crawlspace.distributed.claims import Answer
+from crawlspace.distributed.protocols import Peers
+from crawlspace.distributed.router import PartitionRouter
+from crawlspace.frontier import FrontierEntry
+from crawlspace.seen import ContentSeen
+
+SEND_INTERVAL = 0.02  # open batches are cut and sent at least this often (a full one at once)
+
+
+class PartitionInbox:
+    def __init__(
+        self,
+        peers: Peers,
+        router: PartitionRouter,
+        *,
+        links: LinkPipeline,
+        ledger: Ledger,
+        content: ContentSeen,
+        wake: Callable[[], None],
+        stop: Callable[[str], None],
+    ) -> None:
+        self.peers = peers
+        self.router = router
+        self._links = links
+        self._ledger = ledger
+        self._content = content
+        self._wake = wake
+        self._stop = stop
+
+    def __repr__(self) -> str:
+        return f"PartitionInbox({self.peers!r}, {self.router!r})"
+
+    async def connect(self) -> None:
+        """Start the transport; after a resume, every batch the others never acknowledged goes out
+        again (they drop repeats)."""
+        await self.peers.start(self)
+        self.peers.transmit(self.router.unacknowledged)
+
+    def send_batches(self) -> None:
+        """Cut the open batches and send them once the journal holds their URLs: never unjournaled."""
+        batches = self.router.cut()
+        if batches and self._ledger.flush():
+            self.peers.transmit(batches)
+
+    async def send_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(SEND_INTERVAL)
+            self.send_batches()
+
+    def hand_over(self, entry: FrontierEntry, owner: int) -> None:
+        """Queue a leased URL for the partition that now owns its host; the caller releases the lease
+        (journaled done), then sends."""
+        self.router.hand_over(entry, owner)
+
+    # -- the Inbox ----------------------------------------------------------------------------
+
+    def receive_urls(self, entries: list[FrontierEntry], *, forwarded: bool = False) -> bool:
+        self.peers.idle = False
+        if forwarded:
+            self.router.pin(entries)
+        self._links.submit(entries, route=False)  # the sender chose this partition
+        journaled = self._ledger.flush()
+        self._wake()
+        return journaled
+
+    def batch_acknowledged(self, peer: int, number: int) -> None:
+        if self.router.acknowledge(peer, number):
+            self._ledger.flush()
+
+    def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer:
+        return self._content.claim_first(body_fingerprint, url, fetched_at)
+
+    def release_first(self, body_fingerprint: int, url: str) -> None:
+        self._content.release_first(body_fingerprint, url)
+
+    def stop(self, reason: str) -> None:
+        self._stop(reason)
