@@ -21,7 +21,10 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl.handoff import PageHandOff
 from crawlspace.crawl.ledger import Ledger
 from crawlspace.crawl.links import LinkPipeline
+from crawlspace.crawl.partition import PartitionInbox
+from crawlspace.crawl.prefetch import DnsPrefetch
 from crawlspace.crawl.recorder import FetchRecorder
+from crawlspace.crawl.resume import ResumeState
 from crawlspace.crawl.robotsgate import RobotsGate
 from crawlspace.crawl.telemetry import CrawlStats
 from crawlspace.distributed.assignment import Assignment, ModuloAssignment
@@ -244,6 +247,9 @@ class Stages:
     recorder: FetchRecorder
     robots_gate: RobotsGate
     handoff: PageHandOff
+    prefetch: DnsPrefetch
+    resume_state: ResumeState
+    partition: PartitionInbox | None  # with several partitions: the engine's side of the transport
 
 
 def stages(
@@ -257,10 +263,13 @@ def stages(
     assignment: Assignment | None,
     wake: Callable[[], None],
     send_batches: Callable[[], None],
+    stop: Callable[[str], None],
+    stopping: Callable[[], bool],
 ) -> Stages:
     """Wire the stages over the components: they share `stats` (a resumed crawl's, when resuming) and
-    write to `ledger`. `wake`: URLs or processed pages may let the dispatcher go on; `send_batches`:
-    a batch for another partition is full."""
+    write to `ledger`. `wake`: URLs, addresses or processed pages may let the dispatcher go on;
+    `send_batches`: a batch for another partition is full; `stop`: the cluster stops the crawl;
+    `stopping`: is the crawl stopping (no DNS prefetch then)."""
     router = None
     if peers is not None:
         owners = assignment or ModuloAssignment(peers.partitions)
@@ -299,4 +308,13 @@ def stages(
         stats=stats,
     )
     handoff = PageHandOff(extensions, recorder, links, max_body_bytes=config.max_body_bytes, wake=wake)
-    return Stages(router, links, recorder, robots_gate, handoff)
+    prefetch = DnsPrefetch(parts.resolver, parts.frontier, stats, wake=wake, stopping=stopping)
+    resume_state = ResumeState(
+        stats=stats, url_filter=parts.url_filter, links=links, robots_gate=robots_gate, router=router
+    )
+    partition = None
+    if peers is not None and router is not None:
+        partition = PartitionInbox(
+            peers, router, links=links, ledger=ledger, content=parts.content, wake=wake, stop=stop
+        )
+    return Stages(router, links, recorder, robots_gate, handoff, prefetch, resume_state, partition)

@@ -32,10 +32,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl import assembly
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState
 from crawlspace.crawl.ledger import JOURNAL_BROKEN, Ledger
-from crawlspace.crawl.partition import PartitionInbox
-from crawlspace.crawl.prefetch import DnsPrefetch
 from crawlspace.crawl.recorder import Recorded
-from crawlspace.crawl.resume import ResumeState
 from crawlspace.crawl.robotsgate import Verdict
 from crawlspace.crawl.telemetry import (
     PROGRESS_FILE,
@@ -125,9 +122,6 @@ class CrawlEngine:
         state = self._saved_state() if resume and not restart else None
         self.stats = CrawlStats.resumed(state.stats) if state is not None else CrawlStats()
         self._stopping = False
-        self.prefetch = DnsPrefetch(
-            self.resolver, self.frontier, self.stats, wake=self._changed.set, stopping=lambda: self._stopping
-        )
         wired = assembly.stages(
             config,
             parts,
@@ -138,30 +132,13 @@ class CrawlEngine:
             assignment=assignment,
             wake=self._changed.set,
             send_batches=self._send_batches,
+            stop=self.stop,
+            stopping=lambda: self._stopping,
         )
         self.router, self.links, self.recorder = wired.router, wired.links, wired.recorder
-        self.robots_gate, self.handoff = wired.robots_gate, wired.handoff
-        self.partition = (
-            None
-            if peers is None or self.router is None
-            else PartitionInbox(
-                peers,
-                self.router,
-                links=self.links,
-                ledger=self.ledger,
-                content=self.content,
-                wake=self._changed.set,
-                stop=self.stop,
-            )
-        )
+        self.robots_gate, self.handoff, self.prefetch = wired.robots_gate, wired.handoff, wired.prefetch
+        self.resume_state, self.partition = wired.resume_state, wired.partition
         self._low_water = 2 * config.concurrency  # below this many queued URLs the URL buffer is drained
-        self.resume_state = ResumeState(
-            stats=self.stats,
-            url_filter=self.url_filter,
-            links=self.links,
-            robots_gate=self.robots_gate,
-            router=self.router,
-        )
         sinks = telemetry if telemetry is not None else [display_sink(live_progress)]
         self.telemetry = Telemetry([JsonLinesSink(self.out_dir / PROGRESS_FILE), *sinks])
         # Ctrl-C and SIGTERM stop the crawl gracefully; not when it runs inside an application's own loop
