@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import xxhash
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
@@ -44,6 +43,7 @@ from crawlspace.dns.resolver import is_ip_literal
 from crawlspace.fetch.body import BodyBuffer, Payload, SpilledBytes
 from crawlspace.fetch.decode import SUPPORTED_ENCODINGS, BoundedDecoder, DecodeError, DecodeLimitExceeded
 from crawlspace.fetch.outcomes import Outcome
+from crawlspace.urls.fingerprint import content_fingerprint, content_fingerprint_of_parts
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -134,12 +134,9 @@ class FetchResult:
         """xxh3_64 of the body as received, the bytes a WARC record's payload digest covers (a spilled
         one read in parts): what the exact-duplicate test compares."""
         body = self.body
-        if not isinstance(body, SpilledBytes):
-            return int(xxhash.xxh3_64_intdigest(body))
-        hasher = xxhash.xxh3_64()
-        for part in body.parts():
-            hasher.update(part)
-        return int(hasher.intdigest())
+        if isinstance(body, SpilledBytes):
+            return content_fingerprint_of_parts(body.parts())
+        return content_fingerprint(body)
 
     def release(self) -> None:
         """Free the files of a spilled body and content (the result keeps its headers and sizes)."""
