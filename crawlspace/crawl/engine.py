@@ -528,17 +528,18 @@ class CrawlEngine:
         result = await self._fetch_page(fetcher, entry.url)
         attempts = self.resume_state.attempts.pop(entry.url, 0) + 1
         decision = self.retry.decide(result, attempts)
-        first = None
+        first = fingerprint = None
         sitemap = self.links.is_sitemap(entry.url)
         if self.peers is not None and not sitemap and self.recorder.content_checked(result):
-            first = await self.peers.claim_first(result.payload_fingerprint(), result.url, result.started)
+            fingerprint = result.payload_fingerprint()
+            first = await self.peers.claim_first(fingerprint, result.url, result.started)
         try:
             if sitemap:
                 if not decision.retry:
                     self.links.sitemaps.discard(entry.url)
                 self._follow_up(self.recorder.record_sitemap(result, entry), entry)
             else:
-                recorded = self.recorder.record(result, entry, first=first)
+                recorded = self.recorder.record(result, entry, first=first, fingerprint=fingerprint)
                 self._follow_up(recorded, entry)
                 if not decision.retry:
                     self.handoff.page_done(result, entry, recorded.page)

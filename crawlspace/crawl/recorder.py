@@ -108,11 +108,14 @@ class FetchRecorder:
 
     # -- pages --------------------------------------------------------------------------------
 
-    def record(self, result: FetchResult, entry: FrontierEntry, *, first: Answer | None = None) -> Recorded:
+    def record(
+        self, result: FetchResult, entry: FrontierEntry, *, first: Answer | None = None, fingerprint: int | None = None
+    ) -> Recorded:
         """Account and store one fetch of a page; what it leads to.
 
         `first`: in a crawl of several partitions, the URL that had this body first in the crawl and
-        its fetch time, as the partition owning the body's fingerprint answered (distributed.claims)."""
+        its fetch time, as the partition owning the body's fingerprint answered (distributed.claims);
+        `fingerprint`: that fingerprint (`payload_fingerprint`, which reads a spilled body's file)."""
         self.count_fetch(result)
         if not result.status:
             self.store.record(result, depth=entry.depth)
@@ -129,11 +132,14 @@ class FetchRecorder:
         if not self.content_checked(result):
             self.store.record(result, depth=entry.depth)
             return Recorded()
-        return self._record_content(result, entry, first)
+        if fingerprint is None:
+            fingerprint = result.payload_fingerprint()
+        return self._record_content(result, entry, first, fingerprint)
 
-    def _record_content(self, result: FetchResult, entry: FrontierEntry, first: Answer | None) -> Recorded:
+    def _record_content(
+        self, result: FetchResult, entry: FrontierEntry, first: Answer | None, fingerprint: int
+    ) -> Recorded:
         stats, config = self.stats, self.config
-        fingerprint = result.payload_fingerprint()
         verdict = self.content.check(result.url, fingerprint, result.started, first=first)
         of_url, of_time = verdict.of_url, verdict.of_time
         if verdict.kind is ContentKind.EXACT:  # seen at another URL: a revisit record, links not extracted
