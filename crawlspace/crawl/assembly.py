@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.handoff import PageHandOff
@@ -66,8 +65,7 @@ class Components:
     store: PageStore
 
 
-def resolver(config: CrawlConfig, **kwargs: Any) -> Resolver:
-    """`kwargs`: test doubles (a scripted DNS backend, a clock)."""
+def resolver(config: CrawlConfig) -> Resolver:
     return Resolver(
         overrides=config.resolve,
         hosts_file=config.hosts_file,
@@ -77,7 +75,6 @@ def resolver(config: CrawlConfig, **kwargs: Any) -> Resolver:
         negative_ttl=config.dns_negative_ttl,
         timeout=config.dns_timeout,
         backoff=Backoff(config.dns_retry_attempts, config.dns_retry_initial, config.dns_retry_max),
-        **kwargs,
     )
 
 

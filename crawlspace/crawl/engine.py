@@ -187,13 +187,16 @@ class CrawlEngine:
         self._send_batches()  # URLs for other partitions leave as journaled batches, kept until acknowledged
         self.links.drain()  # the URL set checkpoints with an empty buffer
         self.ledger.checkpoint(
-            (self.urlset.checkpoint, self.content.checkpoint, self.store.flush, self.robots_log.sync, self._compact),
+            (
+                self.urlset.checkpoint,
+                self.content.checkpoint,
+                self.store.flush,
+                self.robots_log.sync,
+                self.robots_log.maybe_compact,
+            ),
             self.resume_state.capture,
             self.frontier.checkpoint,
         )
-
-    def _compact(self) -> None:
-        self.robots_log.maybe_compact()
 
     def _never_checkpointed(self) -> bool:
         """No checkpoint and no journal: the crawl was killed while it opened its state, before its

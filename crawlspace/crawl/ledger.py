@@ -69,7 +69,7 @@ class ReplayTarget:
 
 class Ledger:
     def __init__(
-        self, crawl_dir: Path, before_write: Sequence[Callable[[], None]], on_failure: Callable[[OSError], None]
+        self, crawl_dir: Path, before_write: Sequence[Callable[[], object]], on_failure: Callable[[OSError], None]
     ) -> None:
         """`before_write`: what must be written before a journal write says it happened (the crawl
         table's rows, the robots.txt log), called before every write; `on_failure`: told of the
@@ -152,7 +152,7 @@ class Ledger:
 
     def checkpoint(
         self,
-        make_durable: Sequence[Callable[[], None]],
+        make_durable: Sequence[Callable[[], object]],
         build_state: Callable[[int], CrawlState],
         commit: Callable[[bytes], None],
     ) -> None:
