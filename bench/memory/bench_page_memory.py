@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.fetch.hostile_server import HostileServer  # noqa: E402
-from tests.fetch.peak_rss import crawl_measured  # noqa: E402
+from tests.fetch.peak_rss import crawl_measured, loopback_config  # noqa: E402
 
 KINDS = ("plain", "chunked", "gzip")
 SINGLE = {
@@ -44,22 +44,6 @@ SINGLE = {
 }
 CONCURRENT = "50 x big"
 PAGES = 50
-
-
-def crawl_config(hosts: list[str], overrides: dict[str, object]) -> dict[str, object]:
-    config: dict[str, object] = {
-        "processes": 1,
-        "concurrency": 64,
-        "per_ip": False,  # every host is 127.0.0.1: each gets its own connection
-        "min_delay": 0.0,
-        "delay_factor": 0.0,
-        "max_retries": 0,
-        "max_depth": 0,
-        "allow_networks": ["127.0.0.1/32"],
-        "resolve": {host: "127.0.0.1" for host in hosts},
-    }
-    config.update(overrides)
-    return config
 
 
 def main() -> None:
@@ -78,7 +62,7 @@ def main() -> None:
             else:
                 seeds, hosts = [f"http://one.test:{server.port}{SINGLE[row]}"], ["one.test"]
             out = Path(tmp) / row.replace(" ", "")
-            measured = crawl_measured(seeds, out, crawl_config(hosts, overrides))
+            measured = crawl_measured(seeds, out, loopback_config(hosts, **overrides))
             if measured.returncode != 0:
                 raise SystemExit(f"{row}: crawl failed ({measured.returncode}):\n{measured.stderr[-2000:]}")
             stats = json.loads((out / "stats.json").read_text())

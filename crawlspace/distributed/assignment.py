@@ -38,8 +38,8 @@ def _key_bytes(key: str) -> bytes:
     return key.encode("utf-8", "surrogatepass")
 
 
-class ModuloAssignment:
-    """xxh3_64(key) mod N: the partitioning of every crawl made with `--processes`."""
+class _FixedSize:
+    """The part both rules share: a cluster of `partitions`, fixed for the assignment's life."""
 
     __slots__ = ("_partitions",)
 
@@ -51,29 +51,26 @@ class ModuloAssignment:
     @property
     def partitions(self) -> int:
         return self._partitions
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._partitions})"
+
+
+class ModuloAssignment(_FixedSize):
+    """xxh3_64(key) mod N: the partitioning of every crawl made with `--processes`."""
+
+    __slots__ = ()
 
     def owner(self, key: str) -> int:
         if self._partitions == 1:
             return 0
         return int(xxhash.xxh3_64_intdigest(_key_bytes(key)) % self._partitions)
 
-    def __repr__(self) -> str:
-        return f"ModuloAssignment({self._partitions})"
 
-
-class RendezvousAssignment:
+class RendezvousAssignment(_FixedSize):
     """Highest-random-weight hashing: resizing from N to N±1 partitions moves about 1/N of the keys."""
 
-    __slots__ = ("_partitions",)
-
-    def __init__(self, partitions: int) -> None:
-        if partitions < 1:
-            raise ValueError("an assignment needs at least one partition")
-        self._partitions = partitions
-
-    @property
-    def partitions(self) -> int:
-        return self._partitions
+    __slots__ = ()
 
     def owner(self, key: str) -> int:
         if self._partitions == 1:
@@ -81,9 +78,6 @@ class RendezvousAssignment:
         data = _key_bytes(key)
         scores = [xxhash.xxh3_64_intdigest(data, seed=partition) for partition in range(self._partitions)]
         return max(range(self._partitions), key=scores.__getitem__)
-
-    def __repr__(self) -> str:
-        return f"RendezvousAssignment({self._partitions})"
 
 
 def content_owner(fingerprint: int, partitions: int) -> int:

@@ -25,6 +25,24 @@ class MeasuredCrawl:
     stderr: str
 
 
+def loopback_config(hosts: list[str], **overrides: object) -> dict[str, object]:
+    """A crawl of `hosts`, all on 127.0.0.1, as fast as the server answers: nothing but the pages' own
+    size and number decides what the crawl holds (the memory test and bench/memory use it)."""
+    config: dict[str, object] = {
+        "processes": 1,
+        "concurrency": 64,
+        "per_ip": False,  # every host is 127.0.0.1: each gets its own connection
+        "min_delay": 0.0,
+        "delay_factor": 0.0,
+        "max_retries": 0,
+        "max_depth": 0,
+        "allow_networks": ["127.0.0.1/32"],
+        "resolve": {host: "127.0.0.1" for host in hosts},
+    }
+    config.update(overrides)
+    return config
+
+
 def toml_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -20,7 +20,7 @@ from crawlspace.parse.html import MAX_TEXT_CHARS
 from crawlspace.store.reader import open_table
 from crawlspace.store.warc import iter_records
 from tests.fetch.hostile_server import HostileServer
-from tests.fetch.peak_rss import crawl_measured
+from tests.fetch.peak_rss import crawl_measured, loopback_config
 
 PAGES = 50
 KINDS = ("plain", "chunked", "gzip")
@@ -32,18 +32,7 @@ MAX_BODY = 10 * 1024 * 1024  # the defaults of max_body_bytes and max_decoded_by
 @pytest.mark.timeout(240)
 def test_fifty_maximum_size_pages_at_once_stay_under_the_stated_memory(tmp_path: Path) -> None:
     hosts = [f"big{n}.test" for n in range(PAGES)]
-    config: dict[str, object] = {
-        "processes": 1,
-        "concurrency": 64,
-        "per_ip": False,  # every host is 127.0.0.1: each gets its own connection
-        "min_delay": 0.0,
-        "delay_factor": 0.0,
-        "max_retries": 0,
-        "max_depth": 0,
-        "store_text": True,
-        "allow_networks": ["127.0.0.1/32"],
-        "resolve": {host: "127.0.0.1" for host in hosts},
-    }
+    config = loopback_config(hosts, store_text=True)
     out = tmp_path / "crawl"
     with HostileServer("127.0.0.1") as server:
         seeds = [f"http://{host}:{server.port}/big/{KINDS[n % 3]}/{n}" for n, host in enumerate(hosts)]
