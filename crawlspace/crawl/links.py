@@ -32,7 +32,7 @@ from crawlspace.hooks.runtime import Extensions
 from crawlspace.policies import Outlink, PageContent
 from crawlspace.policies.base import OrderingPolicy
 from crawlspace.seen import UrlSet
-from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of, url_fingerprint
+from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of
 from crawlspace.urls.filter import Reason, UrlFilter
 
 
@@ -71,6 +71,7 @@ class LinkPipeline:
         self.extensions = extensions
         self.policy = policy
         self.urlset = urlset
+        self._fingerprint = urlset.scheme.function  # as the URL set's directory records
         self.frontier = frontier
         self.router = router
         self.ledger = ledger
@@ -192,7 +193,7 @@ class LinkPipeline:
             if full:
                 self._send_batches()
         self.ledger.submitted(entries)
-        buffered = self.urlset.submit_many([url_fingerprint(entry.url) for entry in entries], entries)
+        buffered = self.urlset.submit_many([self._fingerprint(entry.url) for entry in entries], entries)
         self.stats.duplicate_urls += len(entries) - buffered  # known to the URL set's cache
         if self.urlset.full:
             self.drain()
@@ -282,7 +283,7 @@ class LinkPipeline:
         make sure it does; what was submitted after the last drain is submitted again."""
         admitted, self._replay_admitted = self._replay_admitted, []
         if admitted:
-            self.urlset.submit_many([url_fingerprint(entry.url) for entry in admitted], admitted)
+            self.urlset.submit_many([self._fingerprint(entry.url) for entry in admitted], admitted)
             self.urlset.drain()
         pending, self._replay_pending = self._replay_pending, []
         if pending:
