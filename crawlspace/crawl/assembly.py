@@ -41,6 +41,7 @@ from crawlspace.policies.base import OrderingPolicy
 from crawlspace.robots import RobotsCache
 from crawlspace.robots.persist import LOG_NAME, RobotsLog
 from crawlspace.seen import ContentSeen, UrlSet
+from crawlspace.urls.fingerprint import UrlFingerprints
 from crawlspace.store import PageStore, StoreOptions
 from crawlspace.urls import Normalizer
 from crawlspace.urls.filter import Scope, UrlFilter
@@ -173,6 +174,7 @@ def assemble(
     on_host_activated: Callable[[str], None],
     partitions: int = 1,
     shared_warc_dir: Path | None = None,
+    url_fingerprints: UrlFingerprints | None = None,
 ) -> Components:
     """Open (or create) every store of a partition under `out_dir`.
 
@@ -180,7 +182,8 @@ def assemble(
     crawlable (normalized, let through the scheme filter, followed). `prioritizer`: the crawl
     order instead of `config.policy`, fed page events if it is an ordering policy.
     `on_host_activated`: the frontier gave a host a back queue (the engine looks up its address).
-    `partitions`: the crawl's, which share the URL-seen cache budget."""
+    `partitions`: the crawl's, which share the URL-seen cache budget. `url_fingerprints`: the
+    crawl's (crawl.partitioning), which a partition's URL set must have (None: a new set's default)."""
     polite = politeness(config)
     policy = as_policy(prioritizer) if prioritizer is not None else make_policy(config)
     frontier = Frontier.open(
@@ -210,6 +213,7 @@ def assemble(
             cache_bytes=config.seen_cache_bytes // partitions,  # the crawl's budget, shared
             buffer_urls=config.seen_buffer_urls,
             reset=not resume,
+            scheme=url_fingerprints,
         ),
         content=ContentSeen(seen_dir / "content", near_threshold=config.near_duplicate_threshold, reset=not resume),
         normalizer=Normalizer(

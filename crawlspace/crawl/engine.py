@@ -33,6 +33,7 @@ from crawlspace.crawl import assembly
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState
 from crawlspace.crawl.ledger import JOURNAL_BROKEN, Ledger
 from crawlspace.crawl.recorder import Recorded
+from crawlspace.crawl.repartition import Repartition
 from crawlspace.crawl.robotsgate import Verdict
 from crawlspace.crawl.telemetry import (
     PROGRESS_FILE,
@@ -47,12 +48,14 @@ from crawlspace.crawl.telemetry import (
 from crawlspace.distributed.assignment import Assignment
 from crawlspace.distributed.budget import Budget, PageBudget
 from crawlspace.distributed.protocols import Peers
+from crawlspace.distributed.resize import HandoverPlan, Resize
 from crawlspace.dns import DNSFailure
 from crawlspace.dns.resolver import hostname_of_authority
 from crawlspace.fetch import Fetcher, FetchResult, Outcome
 from crawlspace.frontier import FrontierEntry, Lease, Prioritizer
 from crawlspace.hooks.protocols import ProtocolHandler
 from crawlspace.hooks.runtime import Extensions
+from crawlspace.urls.fingerprint import UrlFingerprints
 
 
 def _host_failed(result: FetchResult) -> bool:
@@ -84,6 +87,8 @@ class CrawlEngine:
         budget: Budget | None = None,
         shared_warc_dir: Path | None = None,
         telemetry: Sequence[TelemetrySink] | None = None,
+        resize: Resize | None = None,
+        url_fingerprints: UrlFingerprints | None = None,
     ) -> None:
         """`peers`: the other partitions, when this engine is one of several (crawl.workers); hosts are
         theirs or ours by `assignment` (default: the modulo rule every crawl so far was made with).
@@ -91,7 +96,9 @@ class CrawlEngine:
         the partitions share (recovered before they start). `unstarted_seeds`: a resumed crawl's
         seeds, used if it was killed before its first checkpoint. `telemetry`: the sinks of the
         crawl's Snapshots besides DIR/progress.jsonl (None: the terminal's, `display_sink(live_progress)`;
-        a partition's goes to its coordinator)."""
+        a partition's goes to its coordinator). `resize`: the crawl was resumed with another number of
+        partitions: `repartition` hands hosts over before the crawl (crawl/repartition.py).
+        `url_fingerprints`: the crawl's URL fingerprints (crawl.partitioning), for a partition's URL set."""
         self.config = config
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -110,6 +117,7 @@ class CrawlEngine:
             on_host_activated=lambda host: self.prefetch.activated(host),
             partitions=peers.partitions if peers else 1,
             shared_warc_dir=shared_warc_dir,
+            url_fingerprints=url_fingerprints,
         )
         self.politeness, self.policy, self.frontier = parts.politeness, parts.policy, parts.frontier
         self.robots, self.robots_log = parts.robots, parts.robots_log
@@ -138,6 +146,8 @@ class CrawlEngine:
         self.router, self.links, self.recorder = wired.router, wired.links, wired.recorder
         self.robots_gate, self.handoff, self.prefetch = wired.robots_gate, wired.handoff, wired.prefetch
         self.resume_state, self.partition = wired.resume_state, wired.partition
+        self.resize = resize
+        self.draining = resize is not None and peers is not None and resize.draining(peers.index)
         self._low_water = 2 * config.concurrency  # below this many queued URLs the URL buffer is drained
         sinks = telemetry if telemetry is not None else [display_sink(live_progress)]
         self.telemetry = Telemetry([JsonLinesSink(self.out_dir / PROGRESS_FILE), *sinks])
@@ -244,6 +254,30 @@ class CrawlEngine:
     def _send_batches(self) -> None:
         if self.partition is not None:
             self.partition.send_batches()
+
+    async def repartition(self) -> bool:
+        """A resize's phase instead of `connect`: hand over the hosts that are others' now, take in
+        ours, wait for every partition (crawl/repartition.py); True when the crawl may begin."""
+        assert self.partition is not None and self.router is not None and self.resize is not None
+        plan = HandoverPlan(
+            self.router.index, self.router.assignment, fingerprints=self.urlset.scheme, per_ip=self.config.per_ip
+        )
+        phase = Repartition(
+            self.resize, plan, peers=self.partition.peers, frontier=self.frontier, urlset=self.urlset,
+            links=self.links, url_filter=self.url_filter, router=self.router, resume_state=self.resume_state,
+            checkpoint=self.checkpoint,
+        )  # fmt: skip
+        phase.begin()
+        self.partition.handover, self.partition.handover_acks = phase.receive, phase.acknowledged
+        await self.partition.connect(resend=False)
+        began = await phase.run()
+        self.partition.handover = self.partition.handover_acks = None
+        self.stats.sections["resize"] = {
+            "epoch": self.resize.epoch, "from": self.resize.previous, "to": self.resize.partitions,
+            "draining": self.draining, **phase.stats,
+        }  # fmt: skip
+        self.ledger.flush()
+        return began
 
     def snapshot(self) -> Snapshot:
         """The crawl as it stands: the counters (copied) and the gauges."""
@@ -361,6 +395,10 @@ class CrawlEngine:
                     if self.peers is not None and self.router is not None:  # idle: the cluster decides the end
                         self._send_batches()
                         self.peers.idle = not self.router.outbox.waiting
+                        if self.draining and self.peers.idle:  # a resize's leaving partition: all handed over
+                            self.stats.termination = "drained"
+                            self._stopping = True
+                            break
                         await self._idle_wait()
                         lease = self.frontier.acquire()
                         continue

@@ -17,6 +17,7 @@ from crawlspace.crawl.ledger import Ledger
 from crawlspace.crawl.links import LinkPipeline
 from crawlspace.distributed.claims import Answer
 from crawlspace.distributed.protocols import Peers
+from crawlspace.distributed.resize import Part
 from crawlspace.distributed.router import PartitionRouter
 from crawlspace.frontier import FrontierEntry
 from crawlspace.seen import ContentSeen
@@ -43,15 +44,18 @@ class PartitionInbox:
         self._content = content
         self._wake = wake
         self._stop = stop
+        self.handover: Callable[[int, int, Part], bool] | None = None  # a resize's phase (crawl/repartition.py)
+        self.handover_acks: Callable[[int, int], None] | None = None
 
     def __repr__(self) -> str:
         return f"PartitionInbox({self.peers!r}, {self.router!r})"
 
-    async def connect(self) -> None:
+    async def connect(self, *, resend: bool = True) -> None:
         """Start the transport; after a resume, every batch the others never acknowledged goes out
-        again (they drop repeats)."""
+        again (they drop repeats); not in a resize's phase, whose end sends them under the new assignment."""
         await self.peers.start(self)
-        self.peers.transmit(self.router.unacknowledged)
+        if resend:
+            self.peers.transmit(self.router.unacknowledged)
 
     def send_batches(self) -> None:
         """Cut the open batches and send them once the journal holds their URLs: never unjournaled."""
@@ -92,3 +96,10 @@ class PartitionInbox:
 
     def stop(self, reason: str) -> None:
         self._stop(reason)
+
+    def receive_handover(self, sender: int, number: int, part: Part) -> bool:
+        return self.handover is not None and self.handover(sender, number, part)
+
+    def handover_acknowledged(self, peer: int, number: int) -> None:
+        if self.handover_acks is not None:
+            self.handover_acks(peer, number)

@@ -16,6 +16,15 @@ Contract for an implementer of `Peers`:
   included; `idle` is set by the engine (nothing to fetch, nothing in flight, every batch it sent
   acknowledged).
 - A stop from the cluster (a coordinator, an operator) goes to `Inbox.stop(reason)`.
+- Re-partitioning (a crawl resumed with another number of partitions, distributed.resize): before
+  any fetch, `transmit_handover` carries a part to its new owner (as `encode_part` bytes if the wire
+  wants bytes), to be given to `Inbox.receive_handover`; acknowledge it (`Inbox.handover_acknowledged`
+  at the sender) only when that returns True (made durable). Parts may be repeated, never lost
+  without the sender hearing of it: it sends every unacknowledged part again until acknowledged.
+  `repartitioned` is the phase's barrier: this partition has handed over everything and made what
+  it received durable; it returns once every partition of the crawl has said so (the crawl begins),
+  False if the crawl is stopped meanwhile. `partitions` is the new count; the partitions leaving
+  (indexes from `partitions` up) take part in the phase and then end.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from crawlspace.distributed.claims import Answer
+from crawlspace.distributed.resize import Part
 from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier.entry import FrontierEntry
 
@@ -47,6 +57,14 @@ class Inbox(Protocol):
 
     def stop(self, reason: str) -> None:
         """Stop the crawl: finish the fetches in flight, checkpoint."""
+        ...
+
+    def receive_handover(self, sender: int, number: int, part: Part) -> bool:
+        """A part of a resize's handover from `sender`; True once durable here (then acknowledge it)."""
+        ...
+
+    def handover_acknowledged(self, peer: int, number: int) -> None:
+        """`peer` made our handover part `number` durable."""
         ...
 
 
@@ -78,4 +96,13 @@ class Peers(Protocol):
 
     async def close(self, termination: str = "") -> None:
         """Say how this partition ended (one that stops by itself stops the crawl), then disconnect."""
+        ...
+
+    def transmit_handover(self, peer: int, number: int, part: Part) -> None:
+        """Send a handover part of a resize to its new owner (again, if it was not acknowledged)."""
+        ...
+
+    async def repartitioned(self) -> bool:
+        """Every part this partition sent acknowledged: wait for the others; True when the crawl
+        may begin, False when it was stopped meanwhile."""
         ...

@@ -10,6 +10,9 @@ partition for itself, and hands them to the worker processes. Messages (distribu
   their state), `report` its telemetry at the engine's cadence, `probe` answers (idle, sent, received) for the
   termination test, `ended` when its engine stopped by itself.
 - coordinator -> partition: `go`/`stop` at start, `probe`, `stop`.
+- a resize (distributed.resize): `hand` parts partition -> new owner, `hack` once the receiver made
+  one durable; `handed` partition -> coordinator when all of its parts are acknowledged, `resized`
+  coordinator -> partitions when all have said so (the crawl begins).
 
 A peer whose channel closed is gone: questions to it are answered None at once (the engine then
 decides locally), batches to it are dropped (the coordinator, seeing the process gone, ends the
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import socket
 from typing import Any
 
@@ -28,10 +32,13 @@ from crawlspace.distributed.assignment import content_owner
 from crawlspace.distributed.channel import Channel, ChannelClosed
 from crawlspace.distributed.claims import Answer, ContentClaims
 from crawlspace.distributed.protocols import Inbox
+from crawlspace.distributed.resize import HandoverError, Part, decode_part, encode_part
 from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier.entry import FrontierEntry
 
 QUERY_TIMEOUT = 10.0
+
+log = logging.getLogger("crawlspace")
 
 
 class SocketMesh:
@@ -62,6 +69,8 @@ class SocketMesh:
         self._numbers = itertools.count(1)
         self._inbox: Inbox | None = None
         self._claims: ContentClaims | None = None
+        self.malformed_handovers = 0
+        self._repartitioned: asyncio.Future[bool] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -87,6 +96,7 @@ class SocketMesh:
 
     async def start(self, inbox: Inbox) -> None:
         self._inbox = inbox
+        self._repartitioned = asyncio.get_running_loop().create_future()  # a stop may come before the barrier
         self._claims = ContentClaims(inbox, hold_until_settled=self._hold)
         for peer, sock in self._peer_sockets.items():
             self._peers[peer] = await Channel.over(sock)
@@ -116,6 +126,34 @@ class SocketMesh:
     def _send(self, peer: int, message: list[Any]) -> None:
         with contextlib.suppress(ChannelClosed):  # the peer is gone: the coordinator ends the crawl
             self._peers[peer].send(message)
+
+    # -- a resize's handover ---------------------------------------------------------------------
+
+    def transmit_handover(self, peer: int, number: int, part: Part) -> None:
+        self._send(peer, ["hand", self.index, number, encode_part(part)])
+
+    async def repartitioned(self) -> bool:
+        if self._control is None or self._repartitioned is None:
+            return True
+        with contextlib.suppress(ChannelClosed):
+            self._control.send(["handed", self.index])
+        return await self._repartitioned
+
+    def _end_repartition(self, begin: bool) -> None:
+        if self._repartitioned is not None and not self._repartitioned.done():
+            self._repartitioned.set_result(begin)
+
+    def _handover(self, inbox: Inbox, message: list[Any]) -> None:
+        _, sender, number, data = message
+        try:
+            part = decode_part(bytes(data))
+        except (HandoverError, TypeError) as exc:
+            self.malformed_handovers += 1
+            if self.malformed_handovers == 1:
+                log.warning("partition %d: a handover part from %s skipped: %s", self.index, sender, exc)
+            return
+        if inbox.receive_handover(int(sender), int(number), part):  # durable: acknowledge it
+            self._send(int(sender), ["hack", self.index, int(number)])
 
     # -- exact duplicates, partitioned by fingerprint -------------------------------------------
 
@@ -198,6 +236,11 @@ class SocketMesh:
                 query = self._queries.get(int(number))
                 if query is not None and not query[1].done():
                     query[1].set_result((str(first[0]), float(first[1])))
+            elif kind == "hand":
+                self._handover(inbox, message)
+            elif kind == "hack":
+                _, sender, number = message
+                inbox.handover_acknowledged(int(sender), int(number))
 
     async def _listen_control(self) -> None:
         assert self._control is not None and self._inbox is not None
@@ -205,12 +248,16 @@ class SocketMesh:
             try:
                 message = await self._control.receive()
             except ChannelClosed:
+                self._end_repartition(False)
                 self._inbox.stop("coordinator-gone")
                 return
             if message[0] == "probe":
                 self._control.send(["probe", message[1], self.idle, self.sent, self.received])
             elif message[0] == "stop":
+                self._end_repartition(False)
                 self._inbox.stop(str(message[1]))
+            elif message[0] == "resized":
+                self._end_repartition(True)
 
     def report(self, snapshot: dict[str, Any]) -> None:
         """A partition's telemetry (a Snapshot as builtins) to the coordinator, which merges the partitions'."""

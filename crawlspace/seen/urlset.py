@@ -280,10 +280,12 @@ class UrlSet(Generic[T]):
         buffer_urls: int = 65_536,
         partitions: int = 1,
         reset: bool = False,
+        scheme: UrlFingerprints | None = None,
     ) -> UrlSet[T]:
         """A URL set in DIRECTORY (reopened as of its last checkpoint unless `reset`); a new one
-        spells fingerprints `HOST_BUCKET`, a reopened one as it was made."""
-        scheme = fingerprint_scheme(Path(directory), fresh=reset)
+        spells fingerprints `scheme` (default HOST_BUCKET), a reopened one as it was made, which
+        must be `scheme` when given (the partitions of a crawl share theirs)."""
+        scheme = fingerprint_scheme(Path(directory), fresh=reset, expected=scheme)
         memtable_limit = max(buffer_urls, 1024)
         backend: FingerprintSet
         if partitions == 1:
@@ -398,19 +400,28 @@ class UrlSet(Generic[T]):
         }
 
 
-def fingerprint_scheme(directory: Path, *, fresh: bool) -> UrlFingerprints:
+def fingerprint_scheme(directory: Path, *, fresh: bool, expected: UrlFingerprints | None = None) -> UrlFingerprints:
     """How the URL set in `directory` spells fingerprints: recorded (durably) for a new set; a set
-    without a record was made before there was a choice (FLAT); an unknown one is an error."""
+    without a record was made before there was a choice (FLAT); an unknown one, or another than
+    `expected`, is an error."""
     path = directory / SCHEME_FILE
     if fresh:
+        scheme = expected or UrlFingerprints.HOST_BUCKET
         directory.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(".tmp")
         with temporary.open("w") as file:
-            file.write(UrlFingerprints.HOST_BUCKET.value + "\n")
+            file.write(scheme.value + "\n")
             file.flush()
             os.fsync(file.fileno())
         temporary.replace(path)
-        return UrlFingerprints.HOST_BUCKET
+        return scheme
+    found = _recorded_scheme(path)
+    if expected is not None and found is not expected:
+        raise SeenStateError(f"{path}: URL fingerprints {found.value}, but this crawl's are {expected.value}")
+    return found
+
+
+def _recorded_scheme(path: Path) -> UrlFingerprints:
     try:
         text = path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
