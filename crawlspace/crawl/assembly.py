@@ -40,11 +40,11 @@ from crawlspace.policies import as_policy, make_policy
 from crawlspace.policies.base import OrderingPolicy
 from crawlspace.robots import RobotsCache
 from crawlspace.robots.persist import LOG_NAME, RobotsLog
-from crawlspace.seen import ContentSeen, UrlSet
-from crawlspace.urls.fingerprint import UrlFingerprints
+from crawlspace.seen import ContentSeen, RunStore, UrlSet
 from crawlspace.store import PageStore, StoreOptions
 from crawlspace.urls import Normalizer
 from crawlspace.urls.filter import Scope, UrlFilter
+from crawlspace.urls.fingerprint import UrlFingerprints
 
 
 @dataclass
@@ -57,6 +57,7 @@ class Components:
     robots: RobotsCache
     robots_log: RobotsLog
     urlset: UrlSet[FrontierEntry]
+    pinned_urls: RunStore  # URLs of hosts pinned here (per-IP politeness) queued here: the forwards' test
     content: ContentSeen
     normalizer: Normalizer
     url_filter: UrlFilter
@@ -215,6 +216,7 @@ def assemble(
             reset=not resume,
             scheme=url_fingerprints,
         ),
+        pinned_urls=RunStore(seen_dir / "pinned", memtable_limit=1 << 16, reset=not resume),
         content=ContentSeen(seen_dir / "content", near_threshold=config.near_duplicate_threshold, reset=not resume),
         normalizer=Normalizer(
             strip_session_ids=config.strip_session_ids,
@@ -281,6 +283,7 @@ def stages(
         extensions=extensions,
         policy=parts.policy,
         urlset=parts.urlset,
+        pinned_urls=parts.pinned_urls,
         frontier=parts.frontier,
         router=router,
         ledger=ledger,

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import assembly
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState
@@ -159,6 +161,8 @@ class CrawlEngine:
         self.recovery: dict[str, Any] = {}
         if state is not None:
             self._resume(state)
+            if resize is None and self.resume_state.resize_unconfirmed:
+                self._queue_unconfirmed()
         else:
             self.ledger.reset()
         self.extensions.attach(self.stats.errors)  # the resumed crawl's counters, when resuming
@@ -199,6 +203,7 @@ class CrawlEngine:
         self.ledger.checkpoint(
             (
                 self.urlset.checkpoint,
+                self._checkpoint_pinned_urls,
                 self.content.checkpoint,
                 self.store.flush,
                 self.robots_log.sync,
@@ -207,6 +212,14 @@ class CrawlEngine:
             self.resume_state.capture,
             self.frontier.checkpoint,
         )
+
+    def _checkpoint_pinned_urls(self) -> None:
+        if self.links.pinned_urls is not None:
+            self.links.pinned_urls.checkpoint()
+
+    def _close_pinned_urls(self, *, checkpoint: bool) -> None:
+        if self.links.pinned_urls is not None:
+            self.links.pinned_urls.close(checkpoint=checkpoint)
 
     def _never_checkpointed(self) -> bool:
         """No checkpoint and no journal: the crawl was killed while it opened its state, before its
@@ -227,6 +240,14 @@ class CrawlEngine:
         }
         self.budget.set_used(self.stats.pages_fetched)
         self.stats.sections["recovery"] = self.recovery
+
+    def _queue_unconfirmed(self) -> None:
+        """URLs a resize's phase left untested (killed between its end and its last checkpoint): queued,
+        rather than lost; a few may be fetched twice."""
+        rows, self.resume_state.resize_unconfirmed = self.resume_state.resize_unconfirmed, []
+        entries = [FrontierEntry(url, depth, hops) for url, depth, hops in rows]
+        self.frontier.add_many(entries)
+        self.urlset.insert(np.fromiter((self.urlset.scheme.function(e.url) for e in entries), np.uint64, len(entries)))
 
     def _ledger_failed(self, exc: OSError) -> None:
         """The journal could not be written: what its lines recorded is lost to a resume (as in a
@@ -264,7 +285,8 @@ class CrawlEngine:
         )
         phase = Repartition(
             self.resize, plan, peers=self.partition.peers, frontier=self.frontier, urlset=self.urlset,
-            links=self.links, url_filter=self.url_filter, router=self.router, resume_state=self.resume_state,
+            links=self.links, url_filter=self.url_filter, robots_gate=self.robots_gate, router=self.router,
+            resume_state=self.resume_state,
             checkpoint=self.checkpoint,
         )  # fmt: skip
         phase.begin()
@@ -345,6 +367,7 @@ class CrawlEngine:
             self.telemetry.close(self.snapshot())  # the last Snapshot, what stats.json says, to every sink
         for close in (
             functools.partial(self.urlset.close, checkpoint=committed),  # never ahead of the journal
+            functools.partial(self._close_pinned_urls, checkpoint=committed),
             self.content.close,
             self.store.close,
             self.robots_log.close,

@@ -79,7 +79,9 @@ class PartitionInbox:
         self.peers.idle = False
         if forwarded:
             self.router.pin(entries)
-        self._links.submit(entries, route=False)  # the sender chose this partition
+            self._links.submit_forwarded(entries)
+        else:
+            self._links.submit(entries, route=False)  # the sender chose this partition
         journaled = self._ledger.flush()
         self._wake()
         return journaled

@@ -14,15 +14,22 @@ seen entries have arrived.
 
 What travels (`Part`):
 - `FrontierPart`: queued URLs of the hosts leaving, by their new owner (URLs finished since the
-  last checkpoint are left out: they were fetched), and which of them are sitemap files.
-- `SeenPart`: URL-set fingerprints. With `HOST_BUCKET` fingerprints and without per-IP politeness,
+  last checkpoint are left out: they were fetched), and which of them are sitemap files. The new
+  owner queues them (once, whoever else held them too) and adds them to its URL set. URLs queued
+  for a host the sender had handed to the owner of its address travel apart (`unconfirmed`): the
+  host's URL set never saw them, so the new owner tests them once every part is in.
+- `SeenPart`: URL-set fingerprints, less those of URLs queued (they travel as queued URLs: a
+  partition's URL set knows only what it queued itself, or what was fetched, so a URL handed to
+  it later for per-IP politeness is never taken for seen). With `HOST_BUCKET` fingerprints and without per-IP politeness,
   each goes to the owner of its host bucket only (`HostBucketAssignment.owners_of_fingerprints`: one
   scan splits the set). Otherwise every member receives every fingerprint: a FLAT set cannot be split
   by host, and with per-IP politeness a host later moves to the owner of its address, whichever
   bucket it is in, and that partition must know what the host's URLs were (a fingerprint of a URL
   seen anywhere in the crawl is never a wrong "seen": it costs disk, not a URL).
-- `HostsPart`: per-host admission counts (`max_pages_per_host`) of the leaving hosts, and the seeds
-  (a new partition's scope is the crawl's).
+- `HostsPart`: per-host admission counts (`max_pages_per_host`) of the leaving hosts, which of them
+  wait for an unreachable robots.txt (a crawl does not idle only for those), and the seeds (a new
+  partition's scope is the crawl's). The robots.txt cache itself stays: a new owner fetches a moved
+  host's robots.txt again before its first URL (one request per moved host, as after its TTL).
 
 Moves and pins for per-IP politeness are decisions of the old assignment: they are dropped, and
 each host's owner decides again from its address, as in any crawl.
@@ -56,6 +63,8 @@ class HandoverError(Exception):
 class FrontierPart(msgspec.Struct, tag="frontier", array_like=True, frozen=True):
     entries: list[tuple[str, int, int]]  # (url, depth, hops)
     sitemaps: list[str] = []  # those of `entries` that are sitemap files
+    unconfirmed: list[tuple[str, int, int]] = []  # queued for a host the sender had moved away (per IP):
+    # never tested by the host's URL set, tested by the new owner's once every part is in
 
 
 class SeenPart(msgspec.Struct, tag="seen", array_like=True, frozen=True):
@@ -70,6 +79,7 @@ class SeenPart(msgspec.Struct, tag="seen", array_like=True, frozen=True):
 class HostsPart(msgspec.Struct, tag="hosts", array_like=True, frozen=True):
     hosts: dict[str, tuple[int, int]]  # host -> (URLs admitted, shallowest depth)
     seeds: list[str] = []
+    robots_waiting: list[str] = []  # hosts whose URLs wait for an unreachable robots.txt to come back
 
 
 Part = FrontierPart | SeenPart | HostsPart
@@ -101,10 +111,14 @@ def decode_part(data: bytes) -> Part:
 def part_size(part: Part) -> int:
     """What a part carries, for counting: URLs, fingerprints or hosts."""
     if isinstance(part, FrontierPart):
-        return len(part.entries)
+        return len(part.entries) + len(part.unconfirmed)
     if isinstance(part, SeenPart):
         return len(part.fingerprints) // 8
     return len(part.hosts)
+
+
+def _rows(entries: list[FrontierEntry]) -> list[tuple[str, int, int]]:
+    return [(entry.url, entry.depth, entry.hops) for entry in entries]
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,26 +161,37 @@ class HandoverPlan:
         return self.assignment.owner(host) != self.index
 
     def frontier_parts(
-        self, entries: Iterable[FrontierEntry], *, finished: set[int], sitemaps: set[str]
+        self,
+        entries: Iterable[FrontierEntry],
+        *,
+        finished: set[int],
+        sitemaps: set[str],
+        moved_away: set[str] | frozenset[str] = frozenset(),
     ) -> dict[int, list[FrontierPart]]:
         """The queued URLs of leaving hosts by new owner, in parts; `finished`: fingerprints
-        (urls.url_fingerprint) of URLs fetched since the checkpoint, which stay behind."""
-        by_owner: dict[int, list[FrontierEntry]] = {}
+        (urls.url_fingerprint) of URLs fetched since the checkpoint, which stay behind;
+        `moved_away`: hosts this partition had handed over for per-IP politeness (their URLs go
+        as `unconfirmed`)."""
+        by_owner: dict[int, tuple[list[FrontierEntry], list[FrontierEntry]]] = {}
         owner_of = self.assignment.owner
         for entry in entries:
-            owner = owner_of(host_of(entry.url))
+            host = host_of(entry.url)
+            owner = owner_of(host)
             if owner == self.index or (finished and url_fingerprint(entry.url) in finished):
                 continue
-            by_owner.setdefault(owner, []).append(entry)
+            confirmed, unconfirmed = by_owner.setdefault(owner, ([], []))
+            (unconfirmed if host in moved_away else confirmed).append(entry)
         parts: dict[int, list[FrontierPart]] = {}
-        for owner, owned in sorted(by_owner.items()):
-            for start in range(0, len(owned), FRONTIER_PART_URLS):
-                chunk = owned[start : start + FRONTIER_PART_URLS]
+        for owner, (confirmed, unconfirmed) in sorted(by_owner.items()):
+            for start in range(0, len(confirmed), FRONTIER_PART_URLS):
+                chunk = confirmed[start : start + FRONTIER_PART_URLS]
                 parts.setdefault(owner, []).append(
-                    FrontierPart(
-                        [(entry.url, entry.depth, entry.hops) for entry in chunk],
-                        [entry.url for entry in chunk if entry.url in sitemaps],
-                    )
+                    FrontierPart(_rows(chunk), [entry.url for entry in chunk if entry.url in sitemaps])
+                )
+            for start in range(0, len(unconfirmed), FRONTIER_PART_URLS):
+                chunk = unconfirmed[start : start + FRONTIER_PART_URLS]
+                parts.setdefault(owner, []).append(
+                    FrontierPart([], [entry.url for entry in chunk if entry.url in sitemaps], _rows(chunk))
                 )
         return parts
 
@@ -180,8 +205,11 @@ class HandoverPlan:
             int(owner): fingerprints[owners == owner] for owner in np.unique(owners).tolist() if owner != self.index
         }
 
-    def seen_parts(self, chunks: Iterable[npt.NDArray[np.uint64]]) -> dict[int, list[SeenPart]]:
-        """A URL set's scan cut into parts by destination, `SEEN_PART_FINGERPRINTS` at most each."""
+    def seen_parts(
+        self, chunks: Iterable[npt.NDArray[np.uint64]], queued: npt.NDArray[np.uint64] | None = None
+    ) -> dict[int, list[SeenPart]]:
+        """A URL set's scan cut into parts by destination, `SEEN_PART_FINGERPRINTS` at most each;
+        `queued`: sorted fingerprints (the set's spelling) of URLs queued here, which stay out."""
         pending: dict[int, list[npt.NDArray[np.uint64]]] = {}
         parts: dict[int, list[SeenPart]] = {}
 
@@ -192,7 +220,10 @@ class HandoverPlan:
                 parts.setdefault(peer, []).append(SeenPart(piece.tobytes()))
 
         for chunk in chunks:
-            for peer, values in self.seen_destinations(np.asarray(chunk, np.uint64)).items():
+            chunk = np.asarray(chunk, np.uint64)
+            if queued is not None and queued.size:
+                chunk = chunk[~np.isin(chunk, queued, assume_unique=False)]
+            for peer, values in self.seen_destinations(chunk).items():
                 if values.size:
                     pending.setdefault(peer, []).append(values)
                     if sum(piece.size for piece in pending[peer]) >= SEEN_PART_FINGERPRINTS:
@@ -201,17 +232,25 @@ class HandoverPlan:
             cut(peer)
         return parts
 
-    def hosts_parts(self, counts: dict[str, tuple[int, int]], seeds: list[str]) -> dict[int, list[HostsPart]]:
-        """Admission counts of leaving hosts to their owners; the seeds to every other member."""
+    def hosts_parts(
+        self, counts: dict[str, tuple[int, int]], seeds: list[str], robots_waiting: Iterable[str] = ()
+    ) -> dict[int, list[HostsPart]]:
+        """Admission counts and robots.txt waits of leaving hosts to their owners; the seeds to every
+        other member."""
         by_owner: dict[int, dict[str, tuple[int, int]]] = {}
+        waiting: dict[int, list[str]] = {}
         for host, value in counts.items():
             owner = self.assignment.owner(host)
             if owner != self.index:
                 by_owner.setdefault(owner, {})[host] = value
+        for host in sorted(robots_waiting):
+            owner = self.assignment.owner(host)
+            if owner != self.index:
+                waiting.setdefault(owner, []).append(host)
         return {
-            peer: [HostsPart(by_owner.get(peer, {}), seeds)]
+            peer: [HostsPart(by_owner.get(peer, {}), seeds, waiting.get(peer, []))]
             for peer in range(self.members)
-            if peer != self.index and (peer in by_owner or seeds)
+            if peer != self.index and (peer in by_owner or peer in waiting or seeds)
         }
 
 
