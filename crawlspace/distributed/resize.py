@@ -213,11 +213,14 @@ class HandoverPlan:
         pending: dict[int, list[npt.NDArray[np.uint64]]] = {}
         parts: dict[int, list[SeenPart]] = {}
 
-        def cut(peer: int) -> None:
+        def cut(peer: int, *, final: bool = False) -> None:
             values = np.concatenate(pending.pop(peer))
-            for start in range(0, values.size, SEEN_PART_FINGERPRINTS):
-                piece = values[start : start + SEEN_PART_FINGERPRINTS].astype("<u8")
+            whole = values.size if final else values.size - values.size % SEEN_PART_FINGERPRINTS
+            for start in range(0, whole, SEEN_PART_FINGERPRINTS):
+                piece = values[start : min(start + SEEN_PART_FINGERPRINTS, whole)].astype("<u8")
                 parts.setdefault(peer, []).append(SeenPart(piece.tobytes()))
+            if whole < values.size:
+                pending[peer] = [values[whole:]]
 
         for chunk in chunks:
             chunk = np.asarray(chunk, np.uint64)
@@ -229,7 +232,7 @@ class HandoverPlan:
                     if sum(piece.size for piece in pending[peer]) >= SEEN_PART_FINGERPRINTS:
                         cut(peer)
         for peer in sorted(pending):
-            cut(peer)
+            cut(peer, final=True)
         return parts
 
     def hosts_parts(
