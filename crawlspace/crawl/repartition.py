@@ -1,19 +1,22 @@
 """The engine's side of a resize's start-up phase (distributed.resize): hand over, take in, then crawl.
 
 `begin` (after the engine resumed its checkpoint and journal, before the transport delivers):
-the first time in this resize, drop the old assignment's per-IP moves and pins and checkpoint that
-the phase began; then, unless this partition already finished its handover, read what leaves
-(queued URLs of hosts others own now, URLs of per-IP hand-overs not yet acknowledged, the URL set,
-per-host counts and robots.txt waits, the seeds) into numbered parts. `run` sends them until each is acknowledged, sending
-the unacknowledged ones again every `RESEND_INTERVAL`; then removes the leaving hosts from the
-frontier and records the handover as done in one checkpoint, waits at the barrier
-(`Peers.repartitioned`), and finally sends the old assignment's unacknowledged URL batches again
-under the new one, through the host splitter (their owners' URL sets decide).
+the first time in this resize, checkpoint that the phase began; then, unless this partition
+already finished its handover, read what leaves (queued URLs of hosts others own now, URLs of
+per-IP hand-overs not yet acknowledged, the URL set, per-host counts and robots.txt waits, the
+seeds) into numbered parts. `run` sends them until each is acknowledged, sending the
+unacknowledged ones again every `RESEND_INTERVAL`; then removes the leaving hosts from the
+frontier, drops the old assignment's per-IP moves and pins, and records the handover as done in
+one checkpoint; waits at the barrier (`Peers.repartitioned`); tests the URLs that arrived
+unconfirmed (queued for a host moved away per IP) against what the others handed over; and
+finally sends the old assignment's unacknowledged URL batches again under the new one, through
+the host splitter (their owners' URL sets decide).
 
-Receiving (`receive`): fingerprints join the URL set; queued URLs join the frontier unless already
-there (a set of the fingerprints of everything this partition holds in its frontier, rebuilt from
-the frontier at every `begin`, so a repeated part or a URL two old partitions both held is
-queued once); counts and seeds join the URL filter. Each part is acknowledged after a checkpoint
+Receiving (`receive`): fingerprints join the URL set; queued URLs join the frontier and the URL
+set unless already queued here (a set of the fingerprints of everything in this partition's
+frontier, rebuilt from the frontier at every `begin`, so a repeated part or a URL two old
+partitions both held is queued once); counts, robots.txt waits and seeds join the URL filter and
+the robots gate. Each part is acknowledged after a checkpoint
 that holds it. The frontier of a partition in the phase still holds what it hands over: a
 checkpoint before its last acknowledgement keeps those URLs, so a kill -9 loses none.
 """

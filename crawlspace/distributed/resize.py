@@ -18,14 +18,15 @@ What travels (`Part`):
   owner queues them (once, whoever else held them too) and adds them to its URL set. URLs queued
   for a host the sender had handed to the owner of its address travel apart (`unconfirmed`): the
   host's URL set never saw them, so the new owner tests them once every part is in.
-- `SeenPart`: URL-set fingerprints, less those of URLs queued (they travel as queued URLs: a
-  partition's URL set knows only what it queued itself, or what was fetched, so a URL handed to
-  it later for per-IP politeness is never taken for seen). With `HOST_BUCKET` fingerprints and without per-IP politeness,
-  each goes to the owner of its host bucket only (`HostBucketAssignment.owners_of_fingerprints`: one
-  scan splits the set). Otherwise every member receives every fingerprint: a FLAT set cannot be split
-  by host, and with per-IP politeness a host later moves to the owner of its address, whichever
-  bucket it is in, and that partition must know what the host's URLs were (a fingerprint of a URL
-  seen anywhere in the crawl is never a wrong "seen": it costs disk, not a URL).
+- `SeenPart`: URL-set fingerprints, less those of URLs queued (they travel as queued URLs), so that
+  what a partition's URL set knows is what it queued itself or what was fetched somewhere. With
+  `HOST_BUCKET` fingerprints and without per-IP politeness each goes to the owner of its host
+  bucket only (`HostBucketAssignment.owners_of_fingerprints`: one scan splits the set). Otherwise
+  every member receives every fingerprint: a FLAT set cannot be split by host, and with per-IP
+  politeness a host later moves to the owner of its address, whichever bucket it is in, and that
+  partition must know which of the host's URLs were fetched (a fingerprint of a URL fetched
+  anywhere is never a wrong "seen": it costs disk, not a URL; per-IP forwards are tested against
+  the URLs of pinned hosts queued here, never the URL set, crawl/links.py `submit_forwarded`).
 - `HostsPart`: per-host admission counts (`max_pages_per_host`) of the leaving hosts, which of them
   wait for an unreachable robots.txt (a crawl does not idle only for those), and the seeds (a new
   partition's scope is the crawl's). The robots.txt cache itself stays: a new owner fetches a moved

@@ -57,7 +57,7 @@ def test_the_record_round_trips_and_a_bad_one_is_named(tmp_path: Path) -> None:
     partitioning.write(tmp_path, record)
     assert partitioning.read(tmp_path) == record
     (tmp_path / partitioning.LAYOUT_FILE).write_text('{"format": "crawlspace-partitions/1", "partitions": 2}')
-    with pytest.raises(PartitioningError, match="partitions.json"):
+    with pytest.raises(PartitioningError, match=r"partitions\.json"):
         partitioning.read(tmp_path)
     (tmp_path / partitioning.LAYOUT_FILE).write_text("{not json")
     with pytest.raises(PartitioningError, match="cannot read"):
