@@ -470,7 +470,10 @@ class CrawlEngine:
         """
         frontier = self.frontier
         holding = frontier.active_hosts + frontier.parked_hosts
-        return sum(frontier.front_sizes()) == 0 and 0 < holding == len(self.robots_gate.parked)
+        parked = self.robots_gate.parked
+        if len(parked) > holding:  # a host whose URLs went elsewhere (a resize, a per-IP move) waits no more
+            self.robots_gate.parked = parked = {host for host in parked if frontier.holds(host)}
+        return sum(frontier.front_sizes()) == 0 and 0 < holding == len(parked)
 
     def _wait_cap(self, timeout: float | None) -> float:
         cap = self.config.progress_interval

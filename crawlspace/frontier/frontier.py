@@ -779,6 +779,11 @@ class Frontier:
     def front_sizes(self) -> list[int]:
         return self._front.sizes()
 
+    def holds(self, host: str) -> bool:
+        """Has `host` URLs in a back queue here (active or parked)?"""
+        state = self._hosts.get(host)
+        return state is not None and state.queue is not None and state.queue.size > 0
+
     def host_info(self, host: str) -> HostState | None:
         """The host table row of `host` (read-only use: for diagnostics and tests)."""
         return self._hosts.get(host)
