@@ -230,13 +230,15 @@ class LinkPipeline:
         return added
 
     def _note_pinned(self, entries: list[FrontierEntry]) -> None:
-        """Admitted URLs of pinned hosts: a forward of one of them later is a repeat."""
-        if self.pinned_urls is None or self.router is None or not self.router.pinned:
+        """Admitted URLs of hosts another partition owns by the assignment (pinned here, or sent here
+        for a host about to be: the owner of its address): a forward of one of them is a repeat."""
+        router = self.router
+        if self.pinned_urls is None or router is None or router.assignment.partitions == 1:
             return
-        pinned = self.router.pinned
-        mine = [self._fingerprint(e.url) for e in entries if host_of(e.url) in pinned]
-        if mine:
-            self.pinned_urls.test_and_set(np.unique(np.array(mine, np.uint64)))
+        owner, index = router.assignment.owner, router.index
+        foreign = [self._fingerprint(e.url) for e in entries if owner(host_of(e.url)) != index]
+        if foreign:
+            self.pinned_urls.test_and_set(np.unique(np.array(foreign, np.uint64)))
 
     def reset_pinned(self) -> None:
         """No host is pinned here any more (a resize dropped the old assignment's per-IP decisions)."""

@@ -14,28 +14,22 @@ from pathlib import Path
 
 import pytest
 
-from crawlspace.simweb import SimWeb, judge_crawl
-from tests.crawl.test_recovery import (  # noqa: F401 - the web, its server and the crawl helpers are shared
-    CONCURRENCY,
-    MIN_DELAY,
-    finish,
-    served,
-    start,
-    warc_captures,
-    web,
-    write_config,
-)
+from crawlspace.simweb import RunningServer, SimWeb, judge_crawl
+from tests.crawl import test_recovery as recovery
+from tests.crawl.test_recovery import CONCURRENCY, MIN_DELAY, finish, start, warc_captures, write_config
+
+web = recovery.web  # the web of the recovery tests, and its server
+served = recovery.served
 
 
-def first_run(served_web: object, out: Path, config: Path, *options: str) -> None:
-    finish(
-        start(
-            str(served_web.seeds_file), "--out", str(out), "--config", str(config),  # type: ignore[attr-defined]
-            "--hosts-file", str(served_web.hosts_file), "--allow-private-addresses",  # type: ignore[attr-defined]
-            "--min-delay", str(MIN_DELAY), "--concurrency", str(CONCURRENCY), "--processes", "2", "--max-pages", "80",
-            *options,
-        )  # fmt: skip
-    )
+def first_run(served_web: RunningServer, out: Path, config: Path, *options: str) -> None:
+    """Two processes, stopped part-way by the page limit."""
+    arguments = [
+        str(served_web.seeds_file), "--out", str(out), "--config", str(config), "--hosts-file",
+        str(served_web.hosts_file), "--allow-private-addresses", "--min-delay", str(MIN_DELAY),
+        "--concurrency", str(CONCURRENCY), "--processes", "2", "--max-pages", "80", *options,
+    ]  # fmt: skip
+    finish(start(*arguments))
 
 
 def resume(out: Path, processes: int, max_pages: int) -> list[str]:
@@ -49,14 +43,12 @@ def worker_stats(out: Path, index: int) -> dict[str, object]:
 @pytest.mark.slow
 @pytest.mark.parametrize("per_ip", [True, False], ids=["per-ip", "per-host"])
 def test_two_then_three_then_two_processes_fetch_every_page_once(
-    web: SimWeb,
-    served: object,
-    tmp_path: Path,
-    per_ip: bool,  # noqa: F811
+    web: SimWeb, served: RunningServer, tmp_path: Path, per_ip: bool
 ) -> None:
     out = tmp_path / "crawl"
-    config = write_config(tmp_path, checkpoint_interval=0.5)
-    first_run(served, out, config, *(() if per_ip else ("--config", str(write_config(tmp_path, per_ip="false")))))
+    config = tmp_path / "crawl.toml"
+    config.write_text(f"checkpoint_interval = 0.5\nper_ip = {str(per_ip).lower()}\n")
+    first_run(served, out, config)
     stderr = finish(start(*resume(out, 3, 170)))
     assert "resuming with processes = 3 (was 2)" in stderr
     grown = json.loads((out / "partitions.json").read_text())
@@ -69,8 +61,8 @@ def test_two_then_three_then_two_processes_fetch_every_page_once(
     assert (shrunk["partitions"], shrunk["epoch"], shrunk["resizing_from"]) == (2, 2, None)
     assert worker_stats(out, 2)["termination"] == "drained"
 
-    served.stop()  # type: ignore[attr-defined]
-    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)  # type: ignore[attr-defined]
+    served.stop()
+    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
     assert verdict.ok, verdict.summary()  # nothing missing, nothing twice, polite per host and per address
     assert set(verdict.fetched) == verdict.expected  # what a correct one-process crawl of the web fetches
     captures = warc_captures(out)
@@ -80,9 +72,7 @@ def test_two_then_three_then_two_processes_fetch_every_page_once(
 
 @pytest.mark.slow
 def test_kill_nine_during_the_handover_and_resume_loses_nothing(
-    web: SimWeb,
-    served: object,
-    tmp_path: Path,  # noqa: F811
+    web: SimWeb, served: RunningServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "crawl"
     config = write_config(tmp_path, checkpoint_interval=0.5)
@@ -105,8 +95,8 @@ def test_kill_nine_during_the_handover_and_resume_loses_nothing(
     assert kills >= 3, "every resumed run ended before it could be killed: make the web bigger"
     assert in_phase >= 1, "no kill fell in a handover phase"
 
-    served.stop()  # type: ignore[attr-defined]
-    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)  # type: ignore[attr-defined]
+    served.stop()
+    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
     assert not verdict.missing, verdict.summary()
     assert not verdict.unexpected and not verdict.disallowed and not verdict.host_overlaps, verdict.summary()
     extra = sum(count - 1 for count in verdict.refetched.values())
