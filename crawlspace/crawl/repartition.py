@@ -87,7 +87,7 @@ class Repartition:
         self._history: list[npt.NDArray[np.uint64]] = []  # fingerprints the others handed over
         self._pinned_before: set[str] = set()  # hosts this partition held for per-IP politeness
         self._acknowledged = asyncio.Event()
-        self.stats: dict[str, int] = {"parts_sent": 0, "parts_received": 0, "urls_in": 0, "urls_out": 0}
+        self.stats: dict[str, int] = {"parts": 0, "parts_sent": 0, "parts_received": 0, "urls_in": 0, "urls_out": 0}
         self.stats.update(fingerprints_in=0, fingerprints_out=0, urls_already_queued=0, unconfirmed_dropped=0)
 
     def __repr__(self) -> str:
@@ -140,6 +140,7 @@ class Repartition:
         for peer in sorted(parts):
             for part in parts[peer]:
                 self.outbox.add(peer, part)
+                self.stats["parts"] += 1
                 if isinstance(part, FrontierPart):
                     self.stats["urls_out"] += part_size(part)
                 elif isinstance(part, SeenPart):
