@@ -4,7 +4,9 @@ drop and repeat messages: the fake every transport's contract is tested against 
 Delivery goes through `loop.call_soon`, as a socket's would arrive on a later turn of the loop. A
 dropped batch or acknowledgement is gone; the sender keeps the batch unacknowledged, and
 `reconnect` (what a resume does: `CrawlEngine.connect`) sends every such batch again. A repeated
-batch is delivered twice; the receiver's URL set must drop the second copy.
+batch is delivered twice; the receiver's URL set must drop the second copy. Near-duplicate
+questions to another partition are answered on a later turn of the loop, or, for the next
+`unanswered_near` of them, never (the transport's timeout: the asker hears nothing from that owner).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 
 from crawlspace.distributed.assignment import content_owner
 from crawlspace.distributed.claims import Answer, ContentClaims
+from crawlspace.distributed.nearclaims import NearMatch, NearQuestion
 from crawlspace.distributed.protocols import Inbox
 from crawlspace.distributed.splitter import Batch
 from crawlspace.distributed.termination import ProbeAnswer
@@ -25,6 +28,7 @@ class MemoryNetwork:
     drop_batches: int = 0  # the next this many URL batches are lost
     drop_acks: int = 0  # the next this many acknowledgements are lost
     repeat: bool = False  # every URL batch is delivered twice
+    unanswered_near: int = 0  # the next this many near-duplicate questions to another partition get no answer
     meshes: dict[int, MemoryMesh] = field(default_factory=dict)
     counts: Counter[str] = field(default_factory=Counter)
 
@@ -105,6 +109,21 @@ class MemoryMesh:
         owner = self._network.meshes[content_owner(body_fingerprint, self.partitions)]
         assert owner.claims is not None
         return owner.claims.claim(self.index, 0, body_fingerprint, url, fetched_at)
+
+    async def ask_near(self, questions: dict[int, NearQuestion]) -> dict[int, NearMatch | None]:
+        answers: dict[int, NearMatch | None] = {}
+        for owner, question in questions.items():
+            if owner != self.index and self._network.unanswered_near > 0:
+                self._network.unanswered_near -= 1
+                self._network.counts["near questions unanswered"] += 1
+                continue
+            if owner != self.index:
+                await asyncio.sleep(0)  # the owner answers on a later turn of the loop, as over a socket
+                self._network.counts["near questions"] += 1
+            inbox = self._network.meshes[owner].inbox
+            assert inbox is not None
+            answers[owner] = inbox.answer_near(question)
+        return answers
 
     def settle(self, body_fingerprint: int, url: str, *, stored: bool) -> None:
         owner = self._network.meshes[content_owner(body_fingerprint, self.partitions)]
