@@ -59,7 +59,7 @@ import enum
 import math
 import shutil
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -448,6 +448,12 @@ class ContentSeen:
             if elsewhere is not None:
                 of_time, of_url = _TIME.unpack_from(elsewhere)[0], _url_after(elsewhere, _TIME.size)
         return ContentVerdict(record.kind, of_url, of_time, record.similarity)
+
+    def urls(self) -> Iterator[str]:
+        """Every URL with a recorded content fingerprint (for reports and tests: a full scan)."""
+        with self._txn.cursor(db=self._url_db) as cursor:
+            for value in cursor.iternext(keys=False, values=True):
+                yield _UrlRecord.unpack(value).url
 
     def fingerprint_of(self, url: str) -> int | None:
         stored = self._txn.get(_key(url_fingerprint(url)), db=self._url_db)
