@@ -82,6 +82,7 @@ class PartitionInbox:
         an owner that does not answer in time is counted (`near_duplicate_unanswered`) and passed over."""
         partitions = self.peers.partitions
         questions = near_questions(url, fetched_at, time.time(), signature, self._content.rows, partitions)
+        self._stats.near_duplicate_questions += len(questions) - (self.peers.index in questions)
         answers = await self.peers.ask_near(questions)
         self._stats.near_duplicate_unanswered += len(questions) - len(answers)
         return best_match(answers)

@@ -32,6 +32,10 @@ both of each other. What is accepted instead:
   third page near both may be named a near-duplicate of it rather than of the cluster's first
   page (a single process indexes originals only). It takes three mutually near pages whose band
   keys split across owners.
+- a page asked about again (fetched again after a crash rolled its partition back, or refreshed)
+  keeps the place in the order it had at each owner that still indexes it, so a page named its
+  near-duplicate meanwhile cannot become its original; an owner that lost its entry in the same
+  crash (rolled back to an earlier checkpoint) places it anew.
 - a page refetched with other text is re-indexed by the owners its new question reaches; an owner
   its new keys all avoid, or every owner when the new body is an exact duplicate or has no words,
   keeps the old signature until then (a single process deletes it at once).
@@ -107,6 +111,10 @@ class NearIndex(Protocol):
         """Index `url` under these band keys, replacing the keys and signature it had here before."""
         ...
 
+    def near_asked_at(self, url: str) -> float | None:
+        """When `url` was asked about, as indexed here; None if it is not."""
+        ...
+
 
 def near_questions(
     url: str, fetched_at: float, asked_at: float, signature: SigArray, rows: int, partitions: int
@@ -119,18 +127,19 @@ def near_questions(
     return {owner: NearQuestion(url, fetched_at, asked_at, data, tuple(bands)) for owner, bands in keys.items()}
 
 
-def _earlier(candidate: NearCandidate, question: NearQuestion) -> bool:
-    return (candidate.asked_at, candidate.url) < (question.asked_at, question.url)
-
-
 def answer_near(index: NearIndex, question: NearQuestion, threshold: float) -> NearMatch | None:
     """The owner's side: its best candidate for the page among those asked before it (see the race in
     the module docstring), None if there is none; the page is indexed here unless that candidate is
     at or above `threshold` (only originals are indexed, as far as this owner can tell)."""
     values = question.signature_values()
+    asked_at = question.asked_at
+    before = index.near_asked_at(question.url)
+    if before is not None and before < asked_at:  # asked again (fetched again after a crash, refreshed):
+        asked_at = before  # it keeps its place, or a page named its near-duplicate meanwhile would become its original
+    place = (asked_at, question.url)
     best: NearMatch | None = None
     for candidate in index.near_candidates(question.bands, question.url):
-        if len(candidate.signature) != len(question.signature) or not _earlier(candidate, question):
+        if len(candidate.signature) != len(question.signature) or (candidate.asked_at, candidate.url) >= place:
             continue
         match = NearMatch(
             candidate.url, candidate.fetched_at, similarity(values, np.frombuffer(candidate.signature, "<u2"))
@@ -138,7 +147,7 @@ def answer_near(index: NearIndex, question: NearQuestion, threshold: float) -> N
         if best is None or _preference(match) < _preference(best):
             best = match
     if best is None or best.similarity < threshold:
-        index.index_near(question.url, question.fetched_at, question.asked_at, question.signature, question.bands)
+        index.index_near(question.url, question.fetched_at, asked_at, question.signature, question.bands)
     return best
 
 

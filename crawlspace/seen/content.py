@@ -22,7 +22,10 @@ near-duplicate of similarity 1.
 In a crawl of several partitions (crawl.workers) the partition owning a fingerprint decides
 which URL had the body first (`claim_first`, on that partition's set); each partition then
 passes the answer to its own `check` (`first=`), which keeps it as the body's first URL here
-too, so that one original holds for the whole crawl, whichever partition fetched it.
+too, so that one original holds for the whole crawl, whichever partition fetched it. The
+near-duplicate test is the partitions' together too (distributed.nearclaims): a partition
+answers on the LSH band keys it owns (`near_candidates`, `index_near`) and records its own
+pages' verdicts from the owners' answers (`record_near`) instead of calling `check_near`.
 
 Each URL's record keeps its content fingerprint (IIR §20.2.1): when a page is fetched again
 with another body, its outdated fingerprint (and its LSH entries) are deleted, so that the
@@ -381,6 +384,10 @@ class ContentSeen:
         head = _NEAR_RECORD.pack(fetched_at, asked_at, len(band_bytes), len(signature))
         txn.put(url_key, head + b"".join(band_bytes) + signature + _utf8(url), db=self._near_sig_db)
         self._changed()
+
+    def near_asked_at(self, url: str) -> float | None:
+        stored = self._txn.get(_key(url_fingerprint(url)), db=self._near_sig_db)
+        return None if stored is None else float(_NEAR_RECORD.unpack_from(stored)[1])
 
     def near_indexed(self) -> int:
         """Pages indexed in this partition's share of the crawl's LSH table."""

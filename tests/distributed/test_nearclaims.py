@@ -65,6 +65,9 @@ class DictIndex:
             self.bands.setdefault(band, set()).add(url)
         self.pages[url] = (NearCandidate(url, fetched_at, asked_at, signature), keys)
 
+    def near_asked_at(self, url: str) -> float | None:
+        return self.pages[url][0].asked_at if url in self.pages else None
+
 
 def ask(owners: list[DictIndex] | list[ContentSeen], url: str, words: str, at: float) -> NearMatch | None:
     """One page's questions, answered by the owners one after the other, combined as the asker does."""
@@ -106,7 +109,8 @@ def test_an_owner_answers_its_best_earlier_candidate_and_indexes_originals_only(
     # the same URL fetched again is not its own near-duplicate; its entry is replaced
     (again,) = near_questions("http://a.test/o", 3.0, 3.0, signature, ROWS, 1).values()
     assert answer_near(index, again, THRESHOLD) is None
-    assert index.pages["http://a.test/o"][0].asked_at == 3.0
+    entry = index.pages["http://a.test/o"][0]
+    assert (entry.fetched_at, entry.asked_at) == (3.0, 1.0)  # the new fetch, its place in the order kept
 
 
 def test_two_near_duplicates_asked_in_opposite_orders_on_two_owners_are_never_each_others() -> None:
@@ -129,6 +133,24 @@ def test_two_near_duplicates_asked_in_opposite_orders_on_two_owners_are_never_ea
         verdict_p, verdict_q = best_match(answers_p), best_match(answers_q)
         assert verdict_p is None  # asked first: nothing earlier, whatever order the owners heard it in
         assert verdict_q is not None and verdict_q.url == "http://p.test/"
+
+
+def test_a_page_asked_again_keeps_its_place_so_its_near_duplicate_never_becomes_its_original() -> None:
+    """P is indexed; Q, near P, is indexed under a band P did not have here; P is fetched again (its
+    partition rolled back by a crash) and now shares that band: Q was asked after P, so Q is no original of P."""
+    p = SHINGLER.signature(text(80))
+    assert p is not None
+    q = p.copy()
+    q[0] ^= 1  # similarity 127/128
+    index = DictIndex()
+    signature_p, signature_q = p.tobytes(), q.tobytes()
+    assert answer_near(index, NearQuestion("http://p.test/", 1.0, 1.0, signature_p, ((0, 7),)), THRESHOLD) is None
+    assert answer_near(index, NearQuestion("http://q.test/", 2.0, 2.0, signature_q, ((1, 9),)), THRESHOLD) is None
+    again = NearQuestion("http://p.test/", 3.0, 3.0, signature_p, ((0, 7), (1, 9)))
+    assert answer_near(index, again, THRESHOLD) is None
+    assert index.near_asked_at("http://p.test/") == 1.0  # still first
+    later = answer_near(index, NearQuestion("http://r.test/", 4.0, 4.0, signature_p, ((1, 9),)), THRESHOLD)
+    assert later is not None and (later.url, later.similarity) == ("http://p.test/", 1.0)  # P's new signature
 
 
 def test_the_best_answer_over_owners_is_the_most_similar_then_the_earliest() -> None:
