@@ -51,14 +51,21 @@ def header_values(result: FetchResult, name: str) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class NearPending:
-    """A parsed new page waiting for the partitions' near-duplicate answer (`FetchRecorder.record_near`)."""
+class PageInHand:
+    """A 2xx response past the exact test: what storing it and handing on its links need."""
 
     result: FetchResult
     entry: FrontierEntry
-    first: Answer | None
+    first: Answer | None  # the crawl's first URL with this body, from its owner (several partitions)
     fingerprint: int
-    page: ParsedPage
+    page: ParsedPage | None  # its parse, if of a parsed type
+
+
+@dataclass(frozen=True, slots=True)
+class NearPending:
+    """A parsed new page waiting for the partitions' near-duplicate answer (`FetchRecorder.record_near`)."""
+
+    held: PageInHand
     signature: SigArray
 
 
@@ -173,63 +180,48 @@ class FetchRecorder:
             self.store.record_duplicate(result, of_url, of_time, fingerprint=fingerprint, depth=entry.depth)
             return Recorded()
         page = self.parse(result, result.content(config.max_body_bytes)) if self.parseable(result) else None
+        held = PageInHand(result, entry, first, fingerprint, page)
         if verdict.kind is ContentKind.UNCHANGED:  # this URL's own last body: a revisit, links followed
             assert of_time is not None
             self.store.record_duplicate(result, result.url, of_time, fingerprint=fingerprint, depth=entry.depth)
-            return self._recorded(result, entry, first, fingerprint, page, stored=True)
+            return self._recorded(held, stored=True)
         if page is not None:
             if self._near_asked:
                 signature = self.content.shingler.signature(page.raw_text)  # words only: no need to collapse
                 if signature is not None:
-                    return Recorded(page=page, near=NearPending(result, entry, first, fingerprint, page, signature))
+                    return Recorded(page=page, near=NearPending(held, signature))
                 verdict = NEW
             else:
                 verdict = self.content.check_near(result.url, page.raw_text)
-        return self._store_new(result, entry, first, fingerprint, page, verdict)
+        return self._store_new(held, verdict)
 
     def record_near(self, pending: NearPending, match: NearMatch | None) -> Recorded:
         """Finish recording a page `record` left at its signature, with the partitions' best candidate."""
         near = match is not None and match.similarity >= self.content.near_threshold
         found = (match.url, match.fetched_at, match.similarity) if match is not None and near else None
-        verdict = self.content.record_near(pending.result.url, found)
-        return self._store_new(pending.result, pending.entry, pending.first, pending.fingerprint, pending.page, verdict)
+        return self._store_new(pending.held, self.content.record_near(pending.held.result.url, found))
 
-    def _store_new(
-        self,
-        result: FetchResult,
-        entry: FrontierEntry,
-        first: Answer | None,
-        fingerprint: int,
-        page: ParsedPage | None,
-        verdict: ContentVerdict,
-    ) -> Recorded:
+    def _store_new(self, held: PageInHand, verdict: ContentVerdict) -> Recorded:
         """Store a page whose content is new to the exact test: in full, unless it is a near-duplicate
         the crawl does not keep (its body then gives up being the first of its exact copies)."""
         stored = True
         if verdict.kind is ContentKind.NEAR:  # the relation is kept in DIR/seen/content
             self.stats.near_duplicate_content += 1
             stored = self.config.store_near_duplicates
+        result = held.result
         if stored:
-            self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
+            self.store.record(result, page=held.page, fingerprint=held.fingerprint, depth=held.entry.depth)
         else:
-            self.content.release_first(fingerprint, result.url)
-        return self._recorded(result, entry, first, fingerprint, page, stored=stored)
+            self.content.release_first(held.fingerprint, result.url)
+        return self._recorded(held, stored=stored)
 
-    def _recorded(
-        self,
-        result: FetchResult,
-        entry: FrontierEntry,
-        first: Answer | None,
-        fingerprint: int,
-        page: ParsedPage | None,
-        *,
-        stored: bool,
-    ) -> Recorded:
-        recorded = Recorded(page=page)
-        if first is not None and first[0] == result.url and not self.config.store_near_duplicates:
-            recorded.settle = (fingerprint, stored)  # copies of it may wait for this
-        if page is not None:
-            recorded.links = self._links_of(page, result, entry)
+    def _recorded(self, held: PageInHand, *, stored: bool) -> Recorded:
+        recorded = Recorded(page=held.page)
+        first = held.first
+        if first is not None and first[0] == held.result.url and not self.config.store_near_duplicates:
+            recorded.settle = (held.fingerprint, stored)  # copies of it may wait for this
+        if held.page is not None:
+            recorded.links = self._links_of(held.page, held.result, held.entry)
         return recorded
 
     def _links_of(self, page: ParsedPage, result: FetchResult, entry: FrontierEntry) -> Links | None:
