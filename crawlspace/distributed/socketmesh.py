@@ -193,23 +193,27 @@ class SocketMesh:
                     answers[owner] = future.result()
         return answers
 
-    def _answer_near(self, sender: int, number: int, fields: list[Any]) -> None:
+    def _answer_near(self, fields: list[Any]) -> None:
         assert self._inbox is not None
         try:
-            question = _near_question(fields)
-        except (NearQuestionError, TypeError, ValueError):
+            sender, number = int(fields[0]), int(fields[1])
+            question = _near_question(fields[2:])
+        except (NearQuestionError, TypeError, ValueError, IndexError):
             return  # unanswered: the asker counts it and treats the page as new here
+        if sender not in self._peers:
+            return
         match = self._inbox.answer_near(question)
         self._send(sender, ["na", number, None if match is None else [match.url, match.fetched_at, match.similarity]])
 
-    def _near_answered(self, number: int, fields: list[Any] | None) -> None:
-        query = self._near_queries.get(number)
-        if query is None or query[1].done():
-            return  # late: the asker stopped waiting
+    def _near_answered(self, fields: list[Any]) -> None:
         try:
-            match = None if fields is None else NearMatch(str(fields[0]), float(fields[1]), float(fields[2]))
+            number, found = fields
+            query = self._near_queries.get(number)
+            if query is None or query[1].done():
+                return  # late: the asker stopped waiting
+            match = None if found is None else NearMatch(str(found[0]), float(found[1]), float(found[2]))
         except (TypeError, ValueError, IndexError):
-            return
+            return  # malformed: as if unanswered
         query[1].set_result(match)
 
     # -- listening ---------------------------------------------------------------------------
@@ -249,9 +253,9 @@ class SocketMesh:
                 _, fingerprint, url, stored = message
                 self._settled(int(fingerprint), str(url), bool(stored))
             elif kind == "nq":
-                self._answer_near(int(message[1]), int(message[2]), message[3:])
+                self._answer_near(message[1:])
             elif kind == "na":
-                self._near_answered(int(message[1]), message[2])
+                self._near_answered(message[1:])
             elif kind == "ca":
                 _, number, first = message
                 query = self._queries.get(int(number))

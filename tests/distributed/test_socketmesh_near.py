@@ -117,6 +117,9 @@ def test_a_malformed_question_is_dropped_and_the_owner_keeps_answering(tmp_path:
         asker.send(["nq", 0, 1, "http://a.test/", 1.0, 1.0, b"\x01", [0, 5]])  # an odd-length signature
         asker.send(["nq", 0, 2, "http://a.test/", 1.0, 1.0, "not bytes", [0, 5]])
         asker.send(["nq", 0, 3, "http://a.test/", 1.0, 1.0, b"\x01\x00", [0]])  # a band without its key
+        asker.send(["nq", "zero", 5])  # no question at all
+        asker.send(["nq", 7, 6, "http://a.test/", 1.0, 1.0, b"\x01\x00", [0, 5]])  # from no partition it knows
+        asker.send(["na", [1], "garbage"])  # an answer to nothing, malformed
         good = questions("http://a.test/", ORIGINAL)[1]
         bands = [value for pair in good.bands for value in pair]
         asker.send(["nq", 0, 4, good.url, good.fetched_at, good.asked_at, good.signature, bands])
@@ -126,5 +129,5 @@ def test_a_malformed_question_is_dropped_and_the_owner_keeps_answering(tmp_path:
         return answer, [q.url for q in owner.questions]
 
     answer, answered = asyncio.run(run())
-    assert answer == ["na", 4, None]  # the three malformed ones went unanswered; the fourth was answered
+    assert answer == ["na", 4, None]  # the malformed ones went unanswered, the listener lived on
     assert answered == ["http://a.test/"]
