@@ -27,6 +27,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl.workers import worker_directory
 from crawlspace.seen import ContentKind, ContentSeen
 from crawlspace.simweb import RunningServer, SimWeb, SimWebConfig, judge_crawl, serve_in_background
+from crawlspace.simweb.generator import unescape_unreserved
 from tests.crawl.test_recovery import crash, finish, start
 from tests.distributed.memory_peers import MemoryNetwork
 from tests.distributed.test_memory_peers import crawl_two
@@ -181,14 +182,13 @@ def test_kill_nine_and_resume_keeps_the_owners_band_tables(web: SimWeb, tmp_path
     stored = full_responses(out)
     unstored = [sorted(pair) for pair in truth if not pair & stored]
     assert not unstored, unstored  # one page of every pair, at least, is stored in full
-    fetched_at = {f"http://{entry.host}{entry.path}": entry.arrived for entry in log}  # the last fetch of each
-    across_kills = [
-        pair
-        for pair in found
-        if any(
-            min(fetched_at[url] for url in pair) < kill < max(fetched_at[url] for url in pair) for kill in kill_times
-        )
-    ]
+    fetched_at = {  # the last fetch of each URL, named as the judge names it
+        web.origin(entry.host.rsplit(":", 1)[0].lower()) + unescape_unreserved(entry.path): entry.arrived
+        for entry in log
+        if entry.path != "/robots.txt"
+    }
+    times = [sorted(fetched_at[url] for url in pair) for pair in found if pair <= fetched_at.keys()]
+    across_kills = [(first, last) for first, last in times if any(first < kill < last for kill in kill_times)]
     assert across_kills, f"no pair found across a kill ({len(found)} of {len(truth)} found)"
 
 
