@@ -300,6 +300,7 @@ def stages(
         ledger=ledger,
         stats=stats,
         policy_reads_pages=parts.policy.observes_pages,
+        partitions=peers.partitions if peers is not None else 1,
     )
     robots_gate = RobotsGate(
         parts.robots,
@@ -319,6 +320,6 @@ def stages(
     partition = None
     if peers is not None and router is not None:
         partition = PartitionInbox(
-            peers, router, links=links, ledger=ledger, content=parts.content, wake=wake, stop=stop
+            peers, router, links=links, ledger=ledger, content=parts.content, stats=stats, wake=wake, stop=stop
         )
     return Stages(router, links, recorder, robots_gate, handoff, prefetch, resume_state, partition)

@@ -49,6 +49,7 @@ from crawlspace.crawl.telemetry import (
 )
 from crawlspace.distributed.assignment import Assignment
 from crawlspace.distributed.budget import Budget, PageBudget
+from crawlspace.distributed.claims import Answer
 from crawlspace.distributed.protocols import Peers
 from crawlspace.distributed.resize import HandoverPlan, Resize
 from crawlspace.dns import DNSFailure
@@ -606,7 +607,7 @@ class CrawlEngine:
                     self.links.sitemaps.discard(entry.url)
                 self._follow_up(self.recorder.record_sitemap(result, entry), entry)
             else:
-                recorded = self.recorder.record(result, entry, first=first, fingerprint=fingerprint)
+                recorded = await self._record(result, entry, first=first, fingerprint=fingerprint)
                 self._follow_up(recorded, entry)
                 if not decision.retry:
                     self.handoff.page_done(result, entry, recorded.page)
@@ -637,6 +638,19 @@ class CrawlEngine:
             self._release(lease, 0.0, put_back=lease.entry, retry_after=wait)
         else:
             self._release(lease, 0.0, contacted=False)
+
+    async def _record(
+        self, result: FetchResult, entry: FrontierEntry, *, first: Answer | None = None, fingerprint: int | None = None
+    ) -> Recorded:
+        """The recorder's verdict on a fetch; a new page's near-duplicate test asked of the partitions
+        owning its band keys when there are several (crawl/partition.py), in between."""
+        recorded = self.recorder.record(result, entry, first=first, fingerprint=fingerprint)
+        pending = recorded.near
+        if pending is None:
+            return recorded
+        assert self.partition is not None
+        match = await self.partition.near_match(result.url, result.started, pending.signature)
+        return self.recorder.record_near(pending, match)
 
     def _follow_up(self, recorded: Recorded, entry: FrontierEntry) -> None:
         """Hand on what recording a fetch decided: scope, sitemap files, links, the peers' settlement."""
@@ -669,7 +683,7 @@ class CrawlEngine:
             return
         result = await self.extensions.fetch(handler, entry.url)
         try:
-            recorded = self.recorder.record(result, entry)
+            recorded = await self._record(result, entry)
             self._follow_up(recorded, entry)
             self.handoff.page_done(result, entry, recorded.page)
         finally:

@@ -3,7 +3,9 @@
 `PartitionInbox` is the `Inbox` (distributed.protocols) the transport delivers to: URL batches for
 this partition's hosts go into the link pipeline and are acknowledged once journaled; the
 acknowledgements of this partition's own batches let the router forget them; content claims on
-the fingerprints this partition owns are answered from its content set. It also sends: the
+the fingerprints this partition owns, and near-duplicate questions on the LSH band keys it owns,
+are answered from its content set. It asks the others the near-duplicate questions of its own
+pages (`near_match`, distributed.nearclaims). It also sends: the
 router's open batches leave only after the journal write that holds their URLs (X lines), and a
 leased URL whose host now belongs to another partition (per-IP politeness) is handed over.
 """
@@ -11,16 +13,20 @@ leased URL whose host now belongs to another partition (per-IP politeness) is ha
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 from crawlspace.crawl.ledger import Ledger
 from crawlspace.crawl.links import LinkPipeline
+from crawlspace.crawl.telemetry import CrawlStats
 from crawlspace.distributed.claims import Answer
+from crawlspace.distributed.nearclaims import NearMatch, NearQuestion, answer_near, best_match, near_questions
 from crawlspace.distributed.protocols import Peers
 from crawlspace.distributed.resize import Part
 from crawlspace.distributed.router import PartitionRouter
 from crawlspace.frontier import FrontierEntry
 from crawlspace.seen import ContentSeen
+from crawlspace.seen.shingles import SigArray
 
 SEND_INTERVAL = 0.02  # open batches are cut and sent at least this often (a full one at once)
 
@@ -34,6 +40,7 @@ class PartitionInbox:
         links: LinkPipeline,
         ledger: Ledger,
         content: ContentSeen,
+        stats: CrawlStats,
         wake: Callable[[], None],
         stop: Callable[[str], None],
     ) -> None:
@@ -42,6 +49,7 @@ class PartitionInbox:
         self._links = links
         self._ledger = ledger
         self._content = content
+        self._stats = stats
         self._wake = wake
         self._stop = stop
         self.handover: Callable[[int, int, Part], bool] | None = None  # a resize's phase (crawl/repartition.py)
@@ -73,6 +81,16 @@ class PartitionInbox:
         (journaled done), then sends."""
         self.router.hand_over(entry, owner)
 
+    async def near_match(self, url: str, fetched_at: float, signature: SigArray) -> NearMatch | None:
+        """The most similar page asked about before this one, over the partitions owning its band keys;
+        an owner that does not answer in time is counted (`near_duplicate_unanswered`) and passed over."""
+        partitions = self.peers.partitions
+        questions = near_questions(url, fetched_at, time.time(), signature, self._content.rows, partitions)
+        self._stats.near_duplicate_questions += len(questions) - (self.peers.index in questions)
+        answers = await self.peers.ask_near(questions)
+        self._stats.near_duplicate_unanswered += len(questions) - len(answers)
+        return best_match(answers)
+
     # -- the Inbox ----------------------------------------------------------------------------
 
     def receive_urls(self, entries: list[FrontierEntry], *, forwarded: bool = False) -> bool:
@@ -95,6 +113,9 @@ class PartitionInbox:
 
     def release_first(self, body_fingerprint: int, url: str) -> None:
         self._content.release_first(body_fingerprint, url)
+
+    def answer_near(self, question: NearQuestion) -> NearMatch | None:
+        return answer_near(self._content, question, self._content.near_threshold)
 
     def stop(self, reason: str) -> None:
         self._stop(reason)

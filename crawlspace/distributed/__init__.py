@@ -8,7 +8,9 @@ before duplicate elimination (IIR exercise 20.2): the owner's URL set decides. B
 delivered at least once: the sender journals each batch and forgets it only when the owner
 acknowledges having journaled its URLs; after a crash the unacknowledged batches are sent again,
 and the owner's URL set drops the repeats. Exact-duplicate content is partitioned by fingerprint
-value: the owner of `fp mod N` answers "which URL had it first?" (`claims`). The end of the crawl
+value: the owner of `fp mod N` answers "which URL had it first?" (`claims`); near-duplicates by
+LSH band key: the owners of a page's band keys answer "anything similar asked before?"
+(`nearclaims`), each from its share of the band table. The end of the crawl
 is decided by the four-counter test (`termination`), the page budget is shared (`budget`).
 
 A crawl resumed with another number of partitions re-partitions its hosts first (`resize`: who

@@ -151,3 +151,9 @@ def content_owner(fingerprint: int, partitions: int) -> int:
     """The partition that answers "seen?" for a body fingerprint: the fingerprint is already a hash,
     so its value mod N is even; the exact-duplicate oracle is rebuilt per crawl, so resizing it is free."""
     return fingerprint % partitions
+
+
+def band_owner(band_key: int, partitions: int) -> int:
+    """The partition whose band table holds an LSH band key (distributed.nearclaims): a band key is
+    an xxh3 hash, so its value mod N is even, as for `content_owner`."""
+    return band_key % partitions

@@ -11,6 +11,18 @@ Contract for an implementer of `Peers`:
 - `claim_first` asks the partition owning the fingerprint (`assignment.content_owner`) and may
   return None when that partition cannot answer in reasonable time (the engine then decides
   locally: a duplicate may be stored twice, nothing is lost); it must never block the crawl.
+- `ask_near` carries one near-duplicate question to each partition it is keyed by
+  (distributed.nearclaims: the owners of the page's LSH band keys) and returns the answers that
+  came back within the transport's timeout, keyed alike; a partition missing from the result did
+  not answer (gone, slow, the question or answer lost) and the engine counts it and treats the page
+  as new there. The question to the asking partition itself is answered by its own
+  `Inbox.answer_near`, without a message. On the owner, deliver each question to
+  `Inbox.answer_near` and send back what it returns, `None` included ("nothing similar here": an
+  answer, unlike silence). Two message kinds: the question (asker, its number, `NearQuestion`'s
+  five fields) and the answer (the number, `NearMatch`'s three fields or nothing). Answering twice
+  is harmless (the owner re-indexes the page under the same keys); an answer to a question no
+  longer awaited is dropped. A malformed question (`NearQuestionError` from `NearQuestion`) is
+  dropped unanswered.
 - `sent`, `received` and `idle` answer the termination probes (distributed.termination): `sent`
   counts every transmitted batch, resends included, `received` every delivery journaled, repeats
   included; `idle` is set by the engine (nothing to fetch, nothing in flight, every batch it sent
@@ -32,6 +44,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from crawlspace.distributed.claims import Answer
+from crawlspace.distributed.nearclaims import NearMatch, NearQuestion
 from crawlspace.distributed.resize import Part
 from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier.entry import FrontierEntry
@@ -54,6 +67,11 @@ class Inbox(Protocol):
         ...
 
     def release_first(self, body_fingerprint: int, url: str) -> None: ...
+
+    def answer_near(self, question: NearQuestion) -> NearMatch | None:
+        """This partition's band table on band keys it owns: the best candidate asked before the page,
+        or None (distributed.nearclaims.answer_near; the page is indexed here then)."""
+        ...
 
     def stop(self, reason: str) -> None:
         """Stop the crawl: finish the fetches in flight, checkpoint."""
@@ -88,6 +106,11 @@ class Peers(Protocol):
     async def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer | None:
         """The URL that had this body first in the crawl, and its fetch time (`url` itself if it is
         the first); None when the owning partition could not answer."""
+        ...
+
+    async def ask_near(self, questions: dict[int, NearQuestion]) -> dict[int, NearMatch | None]:
+        """Each question to the partition it is keyed by, all at once; the answers of those that
+        answered in time (None: nothing similar there). Never raises, never waits past the timeout."""
         ...
 
     def settle(self, body_fingerprint: int, url: str, *, stored: bool) -> None:

@@ -6,7 +6,9 @@ dropped batch or acknowledgement is gone; the sender keeps the batch unacknowled
 `reconnect` (what a resume does: `CrawlEngine.connect`) sends every such batch again. A repeated
 batch is delivered twice; the receiver's URL set must drop the second copy. A resize's handover parts
 go the same way (`drop_parts` of them lost, repeated with `repeat`), and `repartitioned` is a barrier
-over the meshes of the network.
+over the meshes of the network. Near-duplicate questions to another partition are answered on a later
+turn of the loop, or, for the next `unanswered_near` of them, never (the transport's timeout: the asker
+hears nothing from that owner).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 
 from crawlspace.distributed.assignment import content_owner
 from crawlspace.distributed.claims import Answer, ContentClaims
+from crawlspace.distributed.nearclaims import NearMatch, NearQuestion
 from crawlspace.distributed.protocols import Inbox
 from crawlspace.distributed.resize import Part, decode_part, encode_part
 from crawlspace.distributed.splitter import Batch
@@ -29,6 +32,7 @@ class MemoryNetwork:
     drop_acks: int = 0  # the next this many acknowledgements are lost
     repeat: bool = False  # every URL batch (and handover part) is delivered twice
     drop_parts: int = 0  # the next this many handover parts are lost
+    unanswered_near: int = 0  # the next this many near-duplicate questions to another partition get no answer
     handed: dict[int, asyncio.Future[bool]] = field(default_factory=dict)  # the resize barrier
     meshes: dict[int, MemoryMesh] = field(default_factory=dict)
     counts: Counter[str] = field(default_factory=Counter)
@@ -145,6 +149,21 @@ class MemoryMesh:
         owner = self._network.meshes[content_owner(body_fingerprint, self.partitions)]
         assert owner.claims is not None
         return owner.claims.claim(self.index, 0, body_fingerprint, url, fetched_at)
+
+    async def ask_near(self, questions: dict[int, NearQuestion]) -> dict[int, NearMatch | None]:
+        answers: dict[int, NearMatch | None] = {}
+        for owner, question in questions.items():
+            if owner != self.index and self._network.unanswered_near > 0:
+                self._network.unanswered_near -= 1
+                self._network.counts["near questions unanswered"] += 1
+                continue
+            if owner != self.index:
+                await asyncio.sleep(0)  # the owner answers on a later turn of the loop, as over a socket
+                self._network.counts["near questions"] += 1
+            inbox = self._network.meshes[owner].inbox
+            assert inbox is not None
+            answers[owner] = inbox.answer_near(question)
+        return answers
 
     def settle(self, body_fingerprint: int, url: str, *, stored: bool) -> None:
         owner = self._network.meshes[content_owner(body_fingerprint, self.partitions)]
