@@ -9,7 +9,7 @@ partition each), and `frame(builder)` maps a builder over them, each task openin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ import dask
 import dask.dataframe as dd
 import pandas as pd
 
-from crawlspace.store.reader import CrawlReader, KeyRange
+from crawlspace.store.reader import CrawlReader, KeyRange, StoredPage
 
 DEFAULT_PARTITIONS = 8
 LOCAL_SCHEDULERS = ("synchronous", "threads")
@@ -35,6 +35,18 @@ class Piece:
     index: int
     offset: int = 0
     """Dense ids of this piece's pages start here (set by `with_offsets`)."""
+
+
+def is_robots_txt(url: str) -> bool:
+    """robots.txt files are fetched and stored but are not pages (RFC 9309: only /robots.txt, no query)."""
+    return url.endswith("/robots.txt") and url.count("/") == 3
+
+
+def crawl_pages(reader: CrawlReader, piece: Piece) -> Iterator[StoredPage]:
+    """The pages of a piece that the jobs see: every fetched URL but the robots.txt files."""
+    for page in reader.pages(piece.part):
+        if not is_robots_txt(page.url):
+            yield page
 
 
 def _build(piece: Piece, builder: Callable[[CrawlReader, Piece], pd.DataFrame]) -> pd.DataFrame:

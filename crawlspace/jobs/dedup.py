@@ -22,7 +22,7 @@ import dask.dataframe as dd
 import pandas as pd
 import pyarrow as pa
 
-from crawlspace.jobs.context import JobContext, Piece
+from crawlspace.jobs.context import JobContext, Piece, crawl_pages
 from crawlspace.jobs.output import PendingOutput
 from crawlspace.store.reader import CrawlReader
 
@@ -61,7 +61,7 @@ MEMBER_META = pd.DataFrame(
 def body_rows(reader: CrawlReader, piece: Piece) -> pd.DataFrame:
     """The map: (MD5 of the decoded body, URL) of each page of one key range with a 200 body."""
     rows: list[dict[str, Any]] = []
-    for page in reader.pages(piece.part):
+    for page in crawl_pages(reader, piece):
         body = reader.body(page)
         if body is None:
             continue

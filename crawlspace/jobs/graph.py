@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from crawlspace.jobs.context import JobContext, Piece
+from crawlspace.jobs.context import JobContext, Piece, crawl_pages
 from crawlspace.jobs.output import PendingOutput
 from crawlspace.parse import parse_html
 from crawlspace.store.pagestore import page_outlinks
@@ -69,12 +69,12 @@ ANCHOR_SCHEMA = pa.schema(
 
 
 def page_count(reader: CrawlReader, piece: Piece) -> pd.DataFrame:
-    return pd.DataFrame({"pages": [sum(1 for _ in reader.pages(piece.part))]})
+    return pd.DataFrame({"pages": [sum(1 for _ in crawl_pages(reader, piece))]})
 
 
 def node_rows(reader: CrawlReader, piece: Piece) -> pd.DataFrame:
     urls, statuses = [], []
-    for page in reader.pages(piece.part):
+    for page in crawl_pages(reader, piece):
         urls.append(page.url)
         statuses.append(page.fetch.status)
     ids = np.arange(piece.offset, piece.offset + len(urls), dtype=np.int64)
@@ -101,7 +101,7 @@ def links_of(reader: CrawlReader, page: StoredPage) -> list[Edge]:
 
 def link_rows(reader: CrawlReader, piece: Piece) -> pd.DataFrame:
     columns: dict[str, list[Any]] = {name: [] for name in LINK_META.columns}
-    for position, page in enumerate(reader.pages(piece.part)):
+    for position, page in enumerate(crawl_pages(reader, piece)):
         redirect = 300 <= page.fetch.status < 400
         for edge in links_of(reader, page):
             columns["src"].append(piece.offset + position)

@@ -30,7 +30,7 @@ import pyarrow as pa
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from crawlspace.jobs.context import JobContext, Piece
+from crawlspace.jobs.context import JobContext, Piece, crawl_pages
 from crawlspace.jobs.dedup import representative_of
 from crawlspace.jobs.output import PendingOutput
 from crawlspace.parse import parse_html
@@ -57,7 +57,7 @@ SIGNATURE_SCHEMA = pa.schema([("url", pa.string()), ("signature", pa.binary())])
 def signature_rows(reader: CrawlReader, piece: Piece) -> pd.DataFrame:
     shingler = Shingler(shingle_words=SHINGLE_WORDS, num_perm=NUM_PERM)
     urls, signatures = [], []
-    for page in reader.pages(piece.part):
+    for page in crawl_pages(reader, piece):
         body = reader.body(page)
         if body is None or body.content_type not in _HTML:
             continue
@@ -155,7 +155,7 @@ def run(ctx: JobContext, pending: PendingOutput, *, threshold: float = THRESHOLD
         mapped.shape[0],
         mapped.to_parquet(pending.table("signatures"), write_index=False, compute=False, schema=SIGNATURE_SCHEMA),
     )
-    signatures = ctx.read_parquet(pending.table("signatures"))
+    signatures = ctx.read_parquet(pending.table("signatures")).astype({"url": object})
     (pairs,) = ctx.compute(near_pairs(ctx, signatures, threshold))
     pairs = pairs.sort_values(["a", "b"]).reset_index(drop=True)
     clusters = components(pairs)

@@ -29,8 +29,8 @@ class JobOutputError(RuntimeError):
     """A job's output that is missing or unreadable (the job never ran, or ran on another crawl)."""
 
 
-def jobs_dir(crawl_dir: Path) -> Path:
-    return crawl_dir / JOBS_DIR
+def jobs_dir(crawl_dir: str | Path) -> Path:
+    return Path(crawl_dir) / JOBS_DIR
 
 
 def _fsync_tree(root: Path) -> None:
@@ -106,14 +106,14 @@ def _remove_abandoned(root: Path, name: str) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def output_path(crawl_dir: Path, name: str) -> Path:
+def output_path(crawl_dir: str | Path, name: str) -> Path:
     path = jobs_dir(crawl_dir) / name
     if not (path / SUMMARY).is_file():
         raise JobOutputError(f"no output of job {name} in {crawl_dir} (run `crawlspace jobs {crawl_dir}` first)")
     return path
 
 
-def read_summary(crawl_dir: Path, name: str) -> dict[str, Any]:
+def read_summary(crawl_dir: str | Path, name: str) -> dict[str, Any]:
     try:
         value = json.loads((output_path(crawl_dir, name) / SUMMARY).read_text())
     except (OSError, ValueError) as exc:
@@ -124,7 +124,7 @@ def read_summary(crawl_dir: Path, name: str) -> dict[str, Any]:
 
 
 def read_table(
-    crawl_dir: Path, name: str, table: str, *, columns: list[str] | None = None, filters: Any = None
+    crawl_dir: str | Path, name: str, table: str, *, columns: list[str] | None = None, filters: Any = None
 ) -> pd.DataFrame:
     """One output table in one process: for lookups and small results (filters push down to Parquet)."""
     path = output_path(crawl_dir, name) / table
@@ -135,7 +135,7 @@ def read_table(
     return frame
 
 
-def parquet_files(crawl_dir: Path, name: str, table: str) -> list[Path]:
+def parquet_files(crawl_dir: str | Path, name: str, table: str) -> list[Path]:
     """The part files of an output table, in partition order (what a later job maps one task over)."""
     files = sorted((output_path(crawl_dir, name) / table).glob("*.parquet"), key=_part_number)
     return files
