@@ -418,7 +418,7 @@ def dups_command(directory: Path, url: str, as_json: bool) -> None:
 def rank_command(directory: Path, top: int, as_json: bool) -> None:
     """Pages by PageRank (from `crawlspace jobs`), with their in-degree."""
     from crawlspace.jobs import JobOutputError
-    from crawlspace.jobs.lookup import top_ranked
+    from crawlspace.jobs.lookup import printable, top_ranked
 
     try:
         ranked = top_ranked(_job_directory(directory), top)
@@ -429,12 +429,7 @@ def rank_command(directory: Path, top: int, as_json: bool) -> None:
         return
     click.echo(f"{'pagerank':>10} {'in':>6}  url")
     for row in ranked:
-        click.echo(f"{row['pagerank']:>10.6f} {row['indegree']:>6}  {_printable(row['url'])}")
-
-
-def _printable(text: str) -> str:
-    """A URL from the crawl shown on a terminal: control characters escaped (hostile input)."""
-    return "".join(char if char.isprintable() else f"\\x{ord(char):02x}" for char in text)
+        click.echo(f"{row['pagerank']:>10.6f} {row['indegree']:>6}  {printable(row['url'])}")
 
 
 @main.command("config-reference")

@@ -54,3 +54,8 @@ def top_ranked(crawl_dir: str | Path, top: int) -> list[dict[str, Any]]:
         {"url": url, "pagerank": float(rank), "indegree": int(indegree)}
         for url, rank, indegree in zip(best["url"], best["pagerank"], best["indegree"], strict=True)
     ]
+
+
+def printable(text: str) -> str:
+    """A URL from a crawl shown on a terminal: control characters escaped (what a crawl shows is hostile input)."""
+    return "".join(char if char.isprintable() else f"\\x{ord(char):02x}" for char in text)
