@@ -12,7 +12,7 @@ with damping d (0.85), teleport vector v uniform (or, personalized / topic-sensi
 uniform over a seed set), and the rank of dangling pages (no followed out-link) spread by w = v:
 uniformly for plain PageRank, as NetworkX and Haveliwala's topic-sensitive PageRank do. Stops when
 the L1 change of r is below `tolerance` (1e-9) or after `max_rounds`. Edge partitions are read from
-Parquet in each round (never all in one process), or held by the workers of a cluster.
+disk in each round (a compact .npy copy of each, memory-mapped: never all in one process).
 
 Outputs: `ranks` (id, url, pagerank, indegree, outdegree) sorted by id; the summary gives rounds,
 the last change, whether it converged, and the top pages.
@@ -21,7 +21,9 @@ the last change, whether it converged, and the top pages.
 from __future__ import annotations
 
 import functools
+import shutil
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import dask
@@ -52,15 +54,18 @@ def followed_edges(path: str) -> tuple[IntArray, IntArray]:
     return src, dst
 
 
-def degrees(path: str, nodes: int) -> tuple[IntArray, IntArray]:
+def prepare(path: str, compact: str, nodes: int) -> tuple[IntArray, IntArray]:
+    """Setup map of one edge partition: its followed (src, dst) pairs as one .npy array that every round
+    maps from disk (never held), and its out- and in-degree counts."""
     src, dst = followed_edges(path)
+    np.save(compact, np.stack([src, dst]))
     return np.bincount(src, minlength=nodes), np.bincount(dst, minlength=nodes)
 
 
-def contributions(path: str, share: FloatArray) -> FloatArray:
+def contributions(compact: str, share: FloatArray) -> FloatArray:
     """The map of one round: rank flowing along this partition's edges, by destination."""
-    src, dst = followed_edges(path)
-    return np.bincount(dst, weights=share[src], minlength=share.size).astype(np.float64)
+    pairs = np.load(compact, mmap_mode="r")
+    return np.bincount(pairs[1], weights=share[pairs[0]], minlength=share.size).astype(np.float64)
 
 
 def _add(left: Any, right: Any) -> Any:
@@ -69,7 +74,7 @@ def _add(left: Any, right: Any) -> Any:
 
 def tree_sum(parts: list[Any]) -> Any:
     """Pairwise sums of delayed arrays: depth log2(n), no task holding more than two partial vectors."""
-    add = dask.delayed(_add, pure=True)
+    add = dask.delayed(_add)
     while len(parts) > 1:
         parts = [add(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
     return parts[0]
@@ -79,18 +84,23 @@ def power_iteration(
     ctx: JobContext,
     paths: Sequence[str],
     nodes: int,
+    scratch: Path,
     *,
     damping: float = DAMPING,
     teleport: FloatArray | None = None,
     tolerance: float = TOLERANCE,
     max_rounds: int = MAX_ROUNDS,
 ) -> tuple[FloatArray, IntArray, IntArray, int, float]:
-    """The job as Dask rounds over edge partitions (Parquet files); (rank, outdegree, indegree, rounds, delta)."""
+    """The job as Dask rounds over edge partitions (Parquet files of src, dst, nofollow), with the rounds'
+    compact copies of them in `scratch` (a directory every worker sees); (rank, outdegree, indegree,
+    rounds, last L1 change)."""
     if nodes == 0:
         empty = np.zeros(0, np.int64)
         return np.zeros(0), empty, empty, 0, 0.0
-    degree_parts = [dask.delayed(degrees, pure=True)(path, nodes) for path in paths]
-    (pairs,) = ctx.compute(degree_parts)
+    scratch.mkdir(parents=True, exist_ok=True)
+    compact = [str(scratch / f"edges-{index}.npy") for index in range(len(paths))]
+    setup = [dask.delayed(prepare)(path, target, nodes) for path, target in zip(paths, compact, strict=True)]
+    (pairs,) = ctx.compute(setup)
     outdegree = functools.reduce(np.add, (pair[0] for pair in pairs), np.zeros(nodes, np.int64))
     indegree = functools.reduce(np.add, (pair[1] for pair in pairs), np.zeros(nodes, np.int64))
     v = np.full(nodes, 1.0 / nodes) if teleport is None else teleport / teleport.sum()
@@ -103,7 +113,7 @@ def power_iteration(
         shared: Any = share
         if ctx.distributed:
             shared = ctx.scheduler.scatter(share, broadcast=True)
-        (flow,) = ctx.compute(tree_sum([dask.delayed(contributions, pure=True)(path, shared) for path in paths]))
+        (flow,) = ctx.compute(tree_sum([dask.delayed(contributions)(path, shared) for path in compact]))
         new = (1.0 - damping) * v + damping * (flow + rank[dangling].sum() * v)
         new /= new.sum()
         delta = float(np.abs(new - rank).sum())
@@ -155,9 +165,11 @@ def run(
             raise ValueError(f"none of the {len(seeds)} seed URLs was fetched")
         teleport = np.zeros(nodes)
         teleport[found["id"].to_numpy()] = 1.0
+    scratch = pending.path / "rounds"
     rank, outdegree, indegree, rounds, delta = power_iteration(
-        ctx, paths, nodes, damping=damping, teleport=teleport, tolerance=tolerance, max_rounds=max_rounds
+        ctx, paths, nodes, scratch, damping=damping, teleport=teleport, tolerance=tolerance, max_rounds=max_rounds
     )
+    shutil.rmtree(scratch)
     nodes_frame = ctx.read_parquet(output_path(ctx.out, graph.NAME) / "nodes", columns=["id", "url"])
     ranks = nodes_frame.map_partitions(with_ranks, rank, indegree, outdegree, meta=RANK_META)
     (top_ids,) = ctx.compute(
