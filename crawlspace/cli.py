@@ -354,6 +354,13 @@ def _job_directory(directory: Path) -> Path:
 @click.option("--partitions", type=click.IntRange(1, 100_000), default=None, help="Key ranges of the crawl table.")
 @click.option("--damping", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.85, show_default=True)
 @click.option("--personalize", "seed_urls", multiple=True, metavar="URL", help="Personalized PageRank from URL.")
+@click.option(
+    "--representative",
+    type=click.Choice(["shortest", "inlinks"]),
+    default="shortest",
+    show_default=True,
+    help="A duplicate cluster's representative: its shortest URL, or the one with most in-links (runs graph).",
+)
 def jobs_command(
     directories: tuple[Path, ...],
     scheduler: str,
@@ -362,6 +369,7 @@ def jobs_command(
     partitions: int | None,
     damping: float,
     seed_urls: tuple[str, ...],
+    representative: str,
 ) -> None:
     """Batch jobs over the crawl in DIRECTORIES (one crawl, or its nodes' directories): exact and
     near-duplicate clusters, the link graph, PageRank; outputs in DIR/jobs/<name>/ (Parquet)."""
@@ -379,7 +387,7 @@ def jobs_command(
             scheduler=scheduler,
             out=out,
             partitions=partitions or 0,
-            options={"pagerank": {"damping": damping, "seeds": seeds}},
+            options={"pagerank": {"damping": damping, "seeds": seeds}, "dedup": {"representative": representative}},
             progress=lambda line: click.echo(f"crawlspace: {line}", err=True),
         )
     except (JobError, JobOutputError, CrawlTableError, InvalidURL, ValueError, OSError) as exc:

@@ -5,7 +5,8 @@ map     `body_rows`: every page whose newest fetch was a 200, its body read from
         followed to the response it refers to), MD5 of the decoded body
 shuffle by MD5 (Dask's shuffle: on disk in one process, peer-to-peer on a cluster)
 reduce  `cluster_rows`: each MD5 with two or more URLs is a cluster: its URLs sorted, the
-        representative (the shortest URL, ties by order), the URL whose response holds the body
+        representative (the shortest URL, ties by order; or the URL with most in-links from the
+        link graph job's edges), the URL whose response holds the body
 check   against the crawl's own revisit records: a revisit's payload digest must be that of the
         response it names, and the crawl's duplicate-of must name a URL of the page's cluster
 
@@ -22,8 +23,9 @@ import dask.dataframe as dd
 import pandas as pd
 import pyarrow as pa
 
+from crawlspace.jobs import graph
 from crawlspace.jobs.context import JobContext, Piece, crawl_pages
-from crawlspace.jobs.output import PendingOutput
+from crawlspace.jobs.output import PendingOutput, output_path
 from crawlspace.store.reader import CrawlReader
 
 NAME = "dedup"
@@ -37,6 +39,7 @@ BODY_META = pd.DataFrame(
         "stored_as": pd.Series(dtype=object),
         "duplicate_of": pd.Series(dtype=object),
         "digest_matches": pd.Series(dtype=bool),
+        "inlinks": pd.Series(dtype="int64"),
     }
 )
 CLUSTER_META = pd.DataFrame(
@@ -74,9 +77,18 @@ def body_rows(reader: CrawlReader, piece: Piece) -> pd.DataFrame:
                 "stored_as": body.stored_as,
                 "duplicate_of": page.fetch.duplicate_of or "",
                 "digest_matches": body.payload_digest == body.stored_digest,
+                "inlinks": 0,
             }
         )
     return pd.DataFrame(rows, columns=list(BODY_META.columns)).astype(BODY_META.dtypes.to_dict())
+
+
+REPRESENTATIVES = ("shortest", "inlinks")
+
+
+def inputs(*, representative: str = "shortest") -> tuple[str, ...]:
+    """The jobs whose output this one reads: the link graph's, for in-link counts."""
+    return (graph.NAME,) if representative == "inlinks" else ()
 
 
 def representative_of(urls: list[str]) -> str:
@@ -84,7 +96,12 @@ def representative_of(urls: list[str]) -> str:
     return min(urls, key=lambda url: (len(url), url))
 
 
-def cluster_rows(bodies: pd.DataFrame) -> pd.DataFrame:
+def most_linked(urls: list[str], inlinks: list[int]) -> str:
+    """The URL with the most in-links (followed links from other pages), ties by `representative_of`."""
+    return min(zip(urls, inlinks, strict=True), key=lambda pair: (-pair[1], len(pair[0]), pair[0]))[0]
+
+
+def cluster_rows(bodies: pd.DataFrame, by_inlinks: bool = False) -> pd.DataFrame:
     """The reduce over one shuffled partition: every MD5 shared by two or more URLs is a cluster."""
     rows: list[dict[str, Any]] = []
     for md5, group in bodies.groupby("md5", sort=True):
@@ -92,11 +109,16 @@ def cluster_rows(bodies: pd.DataFrame) -> pd.DataFrame:
             continue
         urls = sorted(group["url"])
         own = sorted(group.loc[~group["revisit"].astype(bool), "url"])
+        chosen = (
+            most_linked(list(group["url"]), [int(n) for n in group["inlinks"]])
+            if by_inlinks
+            else representative_of(urls)
+        )
         rows.append(
             {
                 "md5": md5,
                 "size": len(urls),
-                "representative": representative_of(urls),
+                "representative": chosen,
                 "stored": own[0] if own else sorted(group["stored_as"])[0],
                 "urls": urls,
             }
@@ -127,16 +149,35 @@ def crawl_agreement(bodies: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def duplicate_clusters(ctx: JobContext) -> tuple[dd.DataFrame, dd.DataFrame]:
-    """The job as Dask collections: (map output shuffled by MD5, clusters); compose your own steps on them."""
+def with_inlinks(ctx: JobContext, bodies: dd.DataFrame) -> dd.DataFrame:
+    """The map output with each URL's in-links counted from the link graph job's edges (a shuffle join)."""
+    edges = ctx.read_parquet(output_path(ctx.out, graph.NAME) / "edges", columns=["target", "nofollow"])
+    counts = edges[~edges["nofollow"]].groupby("target").size().rename("counted").reset_index()
+    counts = counts.astype({"target": object})
+    joined = bodies.merge(counts, left_on="url", right_on="target", how="left", shuffle_method=ctx.shuffle_method)
+    return joined.map_partitions(_counted_inlinks, meta=BODY_META)
+
+
+def _counted_inlinks(joined: pd.DataFrame) -> pd.DataFrame:
+    inlinks = joined["counted"].fillna(0).astype("int64")
+    return joined[list(BODY_META.columns)].assign(inlinks=inlinks).astype(BODY_META.dtypes.to_dict())
+
+
+def duplicate_clusters(ctx: JobContext, representative: str = "shortest") -> tuple[dd.DataFrame, dd.DataFrame]:
+    """The job as Dask collections: (map output shuffled by MD5, clusters); compose your own steps on them.
+    `representative`: a cluster's shortest URL, or (`inlinks`) the one most linked to (needs the graph job)."""
+    if representative not in REPRESENTATIVES:
+        raise ValueError(f"representative must be one of {', '.join(REPRESENTATIVES)}, got {representative!r}")
     bodies = ctx.frame(body_rows, BODY_META, None)
+    if representative == "inlinks":
+        bodies = with_inlinks(ctx, bodies)
     shuffled = bodies.shuffle(on="md5", shuffle_method=ctx.shuffle_method)
-    clusters = shuffled.map_partitions(cluster_rows, meta=CLUSTER_META)
+    clusters = shuffled.map_partitions(cluster_rows, representative == "inlinks", meta=CLUSTER_META)
     return shuffled, clusters
 
 
-def run(ctx: JobContext, pending: PendingOutput) -> dict[str, Any]:
-    bodies, clusters = duplicate_clusters(ctx)
+def run(ctx: JobContext, pending: PendingOutput, *, representative: str = "shortest") -> dict[str, Any]:
+    bodies, clusters = duplicate_clusters(ctx, representative)
     members = clusters.map_partitions(member_rows, meta=MEMBER_META)
     agreement = bodies.map_partitions(crawl_agreement).sum()
     disagreeing = bodies.map_partitions(marked_outside_cluster, meta=pd.Series(dtype="int64")).sum()
@@ -150,6 +191,7 @@ def run(ctx: JobContext, pending: PendingOutput) -> dict[str, Any]:
     counts = {name: int(value) for name, value in totals.items()}
     marked = counts["marked_duplicates"]
     return {
+        "representative": representative,
         "pages_with_body": counts["pages"],
         "clusters": len(size_values),
         "duplicate_pages": int((size_values - 1).sum()),

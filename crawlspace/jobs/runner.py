@@ -17,25 +17,31 @@ from typing import Any
 
 from crawlspace.jobs import dedup, graph, neardup, pagerank
 from crawlspace.jobs.context import LOCAL_SCHEDULERS, JobContext
-from crawlspace.jobs.output import JOBS_DIR, SUMMARY, PendingOutput, pending_output
+from crawlspace.jobs.output import JOBS_DIR, SUMMARY, pending_output
 
-JobFunction = Callable[[JobContext, PendingOutput], dict[str, Any]]
+JobFunction = Callable[..., dict[str, Any]]
+"""(context, pending output, **options) -> the job's summary."""
+
+
+def _no_inputs(options: dict[str, Any]) -> tuple[str, ...]:
+    return ()
 
 
 @dataclass(frozen=True)
 class Job:
     name: str
     function: JobFunction
-    needs: tuple[str, ...] = ()
+    needs: Callable[[dict[str, Any]], tuple[str, ...]] = _no_inputs
+    """The jobs whose output this one reads, given its options."""
 
 
 JOBS: dict[str, Job] = {
     job.name: job
     for job in (
-        Job(dedup.NAME, dedup.run),
-        Job(neardup.NAME, neardup.run),
         Job(graph.NAME, graph.run),
-        Job(pagerank.NAME, pagerank.run, needs=(graph.NAME,)),
+        Job(pagerank.NAME, pagerank.run, needs=lambda options: (graph.NAME,)),
+        Job(dedup.NAME, dedup.run, needs=lambda options: dedup.inputs(**options)),
+        Job(neardup.NAME, neardup.run),
     )
 }
 JOB_NAMES = tuple(JOBS)
@@ -45,7 +51,7 @@ class JobError(ValueError):
     """A job request that cannot run: an unknown job name, a bad scheduler, a crawl without a table."""
 
 
-def plan(only: Iterable[str] | None, out: Path) -> list[str]:
+def plan(only: Iterable[str] | None, out: Path, options: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """The jobs to run, inputs first: those asked for plus any input job without output in `out`."""
     wanted = list(JOB_NAMES) if only is None else [name.strip() for name in only if name.strip()]
     unknown = [name for name in wanted if name not in JOBS]
@@ -54,7 +60,7 @@ def plan(only: Iterable[str] | None, out: Path) -> list[str]:
     ordered: list[str] = []
 
     def add(name: str, required: bool) -> None:
-        for need in JOBS[name].needs:
+        for need in JOBS[name].needs((options or {}).get(name, {})):
             if need not in ordered and (need in wanted or not (out / JOBS_DIR / need / SUMMARY).is_file()):
                 add(need, True)
         if name not in ordered and (required or name in wanted):
@@ -82,7 +88,7 @@ def run(
     `options`: keyword arguments per job (`{"pagerank": {"seeds": [...], "damping": 0.85}}`)."""
     directories = [Path(dirs)] if isinstance(dirs, str | Path) else [Path(directory) for directory in dirs]
     target = Path(out) if out is not None else directories[0]
-    names = plan(only, target)
+    names = plan(only, target, options)
     opened = None
     if client is None and scheduler is not None and scheduler not in LOCAL_SCHEDULERS:
         if not scheduler.startswith(("tcp://", "tls://", "inproc://", "ucx://")):

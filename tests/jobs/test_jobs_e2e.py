@@ -122,6 +122,19 @@ def test_exact_clusters_are_the_generators(web: SimWeb, crawled: tuple[Path, lis
         assert row.stored in row.urls
 
 
+def test_representative_by_inlinks(crawled: tuple[Path, list[str]], synchronous: Any, tmp_path: Path) -> None:
+    directory = crawled[0]
+    summaries = run(directory, only=["dedup"], out=tmp_path, options={"dedup": {"representative": "inlinks"}})
+    assert list(summaries) == ["graph", "dedup"]  # the in-links come from the graph job, run first
+    edges = read_table(tmp_path, "graph", "edges")
+    inlinks = edges[~edges["nofollow"]]["target"].value_counts().to_dict()
+    clusters = table(tmp_path, "dedup", "clusters")
+    chosen = [min(urls, key=lambda url: (-inlinks.get(url, 0), len(url), url)) for urls in clusters["urls"]]
+    assert list(clusters["representative"]) == chosen
+    assert chosen != list(table(directory, "dedup", "clusters")["representative"])  # not just the shortest
+    assert list(clusters["urls"]) == list(table(directory, "dedup", "clusters")["urls"])
+
+
 def truth_edges(web: SimWeb, fetched: set[str]) -> set[tuple[str, str]]:
     """Followed links (and redirects) between fetched URLs, from the generator's arrays."""
     links = LinkTable(web.data, follow_nofollow=False)
