@@ -61,12 +61,18 @@ MEMBER_META = pd.DataFrame(
 )
 
 
+UNREADABLE = {"md5": "", "length": -1, "revisit": False, "stored_as": "", "digest_matches": True, "inlinks": 0}
+"""The map's row for a 200 page whose body cannot be read: counted in the summary, in no cluster."""
+
+
 def body_rows(reader: CrawlReader, piece: Piece) -> pd.DataFrame:
     """The map: (MD5 of the decoded body, URL) of each page of one key range with a 200 body."""
     rows: list[dict[str, Any]] = []
     for page in crawl_pages(reader, piece):
         body = reader.body(page)
         if body is None:
+            if page.fetch.status == 200 and page.capture is not None:  # a record missing, damaged, undecodable
+                rows.append({**UNREADABLE, "url": page.url, "duplicate_of": page.fetch.duplicate_of or ""})
             continue
         rows.append(
             {
@@ -105,7 +111,7 @@ def cluster_rows(bodies: pd.DataFrame, by_inlinks: bool = False) -> pd.DataFrame
     """The reduce over one shuffled partition: every MD5 shared by two or more URLs is a cluster."""
     rows: list[dict[str, Any]] = []
     for md5, group in bodies.groupby("md5", sort=True):
-        if len(group) < 2:
+        if len(group) < 2 or not md5:
             continue
         urls = sorted(group["url"])
         own = sorted(group.loc[~group["revisit"].astype(bool), "url"])
@@ -135,11 +141,14 @@ def member_rows(clusters: pd.DataFrame) -> pd.DataFrame:
 
 def crawl_agreement(bodies: pd.DataFrame) -> pd.DataFrame:
     """Per partition of the map output: how the crawl's own duplicate records compare with the bodies."""
+    unreadable = bodies["md5"] == ""
+    bodies = bodies[~unreadable]
     copies = bodies["revisit"].astype(bool) & (bodies["stored_as"] != bodies["url"])
     marked = bodies["duplicate_of"] != ""
     return pd.DataFrame(
         {
             "pages": [len(bodies)],
+            "unreadable": [int(unreadable.sum())],
             "revisits": [int(bodies["revisit"].sum())],
             "copy_revisits": [int(copies.sum())],
             "digest_mismatches": [int((bodies["revisit"].astype(bool) & ~bodies["digest_matches"].astype(bool)).sum())],
@@ -193,6 +202,7 @@ def run(ctx: JobContext, pending: PendingOutput, *, representative: str = "short
     return {
         "representative": representative,
         "pages_with_body": counts["pages"],
+        "pages_with_unreadable_body": counts["unreadable"],
         "clusters": len(size_values),
         "duplicate_pages": int((size_values - 1).sum()),
         "largest_cluster": int(size_values.max()) if len(size_values) else 0,
@@ -212,6 +222,7 @@ def marked_outside_cluster(bodies: pd.DataFrame) -> pd.Series:
     """Per shuffled partition (all URLs of an MD5 together): pages whose crawl-recorded duplicate-of
     is a URL without their body (a revisit claiming a body it did not have)."""
     wrong = 0
+    bodies = bodies[bodies["md5"] != ""]
     marked = bodies[(bodies["duplicate_of"] != "") & (bodies["duplicate_of"] != bodies["url"])]
     if not marked.empty:
         urls_of = bodies.groupby("md5")["url"].agg(set).to_dict()

@@ -294,6 +294,30 @@ def test_two_processes_and_a_list_of_directories_read_alike(
                 pd.testing.assert_frame_equal(mine, theirs)
 
 
+def test_a_damaged_warc_file_costs_its_pages_only(web: SimWeb, crawled: tuple[Path, list[str]], tmp_path: Path) -> None:
+    """Bad input: garbage over the middle of a WARC file. The jobs finish; the pages whose records are lost
+    are counted and left out, every cluster found is still a true one."""
+    import shutil
+
+    copy = tmp_path / "crawl"
+    shutil.copytree(crawled[0], copy, ignore=shutil.ignore_patterns("jobs"))
+    biggest = max((copy / "warc").glob("*.warc.gz"), key=lambda path: path.stat().st_size)
+    data = bytearray(biggest.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 200_000] = os.urandom(min(200_000, len(data) - middle))
+    biggest.write_bytes(bytes(data))
+    summaries = run(copy)
+    lost = summaries["dedup"]["pages_with_unreadable_body"]
+    assert (
+        lost > 0
+        and summaries["dedup"]["pages_with_body"] + lost == (read_summary(crawled[0], "dedup")["pages_with_body"])
+    )
+    truth = [set(urls) for urls in web.duplicate_clusters().values()]
+    for urls in read_table(copy, "dedup", "clusters")["urls"]:
+        assert any(set(urls) <= cluster for cluster in truth), urls
+    assert summaries["graph"]["nodes"] == read_summary(crawled[0], "graph")["nodes"]  # the table is intact
+
+
 SLOW_PAGERANK = """
 import sys
 from crawlspace.jobs import run
