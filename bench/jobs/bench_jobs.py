@@ -7,7 +7,8 @@ same computation in one process (bench/jobs/plain.py).
 The crawl (hosts = pages / 20, seed 3, no trap) is made once into bench/out/jobs/<pages>/ and reused. Each
 measurement runs in a fresh interpreter: wall seconds of the job alone (cluster start excluded, reported
 apart), peak RSS of the driver process, and the largest peak RSS of a worker process (the kernel's
-ru_maxrss of the reaped children). The pagerank rows read the graph job's output of the same mode.
+ru_maxrss of the reaped children), and CPU seconds of the whole process tree (interpreter start and imports
+included). The pagerank rows read the graph job's output of the same mode.
 """
 
 from __future__ import annotations
@@ -94,7 +95,14 @@ def measure(crawl: Path, job: str, mode: str, out: Path) -> dict[str, Any]:
 
 
 def _peaks() -> dict[str, float]:
-    return {"driver_mb": peak_mb(resource.RUSAGE_SELF), "worker_mb": peak_mb(resource.RUSAGE_CHILDREN)}
+    """Peak RSS of this process and of the largest reaped child; CPU seconds of both (the machine may be
+    shared: CPU time is the figure other load does not inflate much)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "driver_mb": peak_mb(resource.RUSAGE_SELF),
+        "worker_mb": peak_mb(resource.RUSAGE_CHILDREN),
+        "cpu_seconds": own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime,
+    }
 
 
 def _brief(result: dict[str, Any]) -> dict[str, Any]:
@@ -128,16 +136,19 @@ def main() -> None:
             rows[job, mode] = json.loads(done.stdout.strip().splitlines()[-1])
             print(f"{job:9} {mode:6} {json.dumps(rows[job, mode])}", file=sys.stderr)
     names = {"plain": "pandas/scipy", "sync": "dask sync", "1": "1 worker", "2": "2 workers"}
-    print(f"\n{'job':9} " + " ".join(f"{names.get(mode, mode):>24}" for mode in modes))
-    print(f"{'':9} " + " ".join(f"{'s / driver MB / worker MB':>24}" for _ in modes))
+    print(f"\n{'job':9} " + " ".join(f"{names.get(mode, mode):>32}" for mode in modes))
+    print(f"{'':9} " + " ".join(f"{'s / CPU s / driver / worker MB':>32}" for _ in modes))
     for job in jobs:
         cells = []
         for mode in modes:
             row = rows.get((job, mode))
             cells.append(
-                f"{row['seconds']:7.1f} / {row['driver_mb']:5.0f} / {row['worker_mb']:5.0f}" if row else f"{'-':>24}"
+                f"{row['seconds']:6.1f} / {row.get('cpu_seconds', 0):6.1f} / {row['driver_mb']:5.0f} / "
+                f"{row['worker_mb']:5.0f}"
+                if row
+                else "-"
             )
-        print(f"{job:9} " + " ".join(f"{cell:>24}" for cell in cells))
+        print(f"{job:9} " + " ".join(f"{cell:>32}" for cell in cells))
     starts = [row["cluster_start"] for row in rows.values() if row["cluster_start"]]
     if starts:
         print(f"cluster start (not counted above): {min(starts):.1f}-{max(starts):.1f} s")

@@ -58,13 +58,13 @@ def pagerank(edges: pd.DataFrame, nodes: int, damping: float = 0.85) -> dict[str
     matrix = sp.csr_matrix((1.0 / outdegree[src], (dst, src)), shape=(nodes, nodes))
     dangling = outdegree == 0
     rank = np.full(nodes, 1.0 / nodes)
-    for rounds in range(1, 201):
+    rounds, delta = 0, 1.0
+    while rounds < 200 and delta >= 1e-9:
         new = (1 - damping) / nodes + damping * (matrix @ rank + rank[dangling].sum() / nodes)
         new /= new.sum()
         delta = np.abs(new - rank).sum()
         rank = new
-        if delta < 1e-9:
-            break
+        rounds += 1
     return {"rounds": rounds, "top": float(rank.max())}
 
 
@@ -92,5 +92,5 @@ def near(crawl: Path) -> dict[str, int]:
     if not kept:
         return {"pairs": 0, "clusters": 0}
     a, b = np.array(kept).T
-    count, labels = connected_components(sp.coo_matrix((np.ones(len(a)), (a, b)), shape=(len(urls),) * 2))
-    return {"pairs": len(kept), "clusters": int(len(set(labels[np.union1d(a, b)].tolist())))}
+    _, labels = connected_components(sp.coo_matrix((np.ones(len(a)), (a, b)), shape=(len(urls),) * 2))
+    return {"pairs": len(kept), "clusters": len(set(labels[np.union1d(a, b)].tolist()))}
