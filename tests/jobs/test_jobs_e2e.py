@@ -273,6 +273,16 @@ def test_a_cluster_gives_identical_outputs(
         }
 
 
+def test_the_threaded_scheduler_and_other_partitions_give_identical_outputs(
+    crawled: tuple[Path, list[str]], synchronous: Any, tmp_path: Path
+) -> None:
+    directory = crawled[0]
+    run(directory, only=["graph", "dedup"], scheduler="threads", partitions=3, out=tmp_path)
+    for job in ("graph", "dedup"):
+        for name in TABLES[job]:
+            pd.testing.assert_frame_equal(table(tmp_path, job, name), table(directory, job, name), check_exact=True)
+
+
 def test_two_processes_and_a_list_of_directories_read_alike(
     web: SimWeb, crawled: tuple[Path, list[str]], synchronous: Any, tmp_path: Path
 ) -> None:
