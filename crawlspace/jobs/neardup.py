@@ -7,7 +7,9 @@ map      `signature_rows`: each page with a 200 HTML body (an exact duplicate's 
          the expensive parse runs once
 map      `band_rows`: (band, key, url) for each of the signature's LSH bands (`choose_bands`: the
          band shape that makes a pair at the threshold a candidate with probability 0.999)
-reduce   by (band, key): every two URLs of a bucket are a candidate pair, deduplicated
+reduce   by (band, key): every two URLs of a bucket are a candidate pair (a chain through a bucket of
+         more than 64: copies of one page, kept connected without a quadratic number of pairs),
+         deduplicated
 verify   the pairs joined to both signatures; kept when the estimated Jaccard >= threshold (0.9)
 cluster  connected components of the verified pairs (scipy's csgraph), which are few: only they
          come to one process, never the pages
@@ -20,6 +22,7 @@ representative, urls) and `members` (url, cluster).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import dask.dataframe as dd
@@ -41,6 +44,7 @@ NAME = "near"
 THRESHOLD = 0.9
 SHINGLE_WORDS = 4
 NUM_PERM = 128
+MAX_BUCKET_PAIRS_MEMBERS = 64
 _HTML = frozenset({"text/html", "application/xhtml+xml"})
 
 SIGNATURE_META = pd.DataFrame({"url": pd.Series(dtype=object), "signature": pd.Series(dtype=object)})
@@ -86,13 +90,22 @@ def band_rows(signatures: pd.DataFrame, rows: int) -> pd.DataFrame:
     return pd.DataFrame({"band": np.array(bands, np.int64), "key": key_array, "url": pd.Series(urls, dtype=object)})
 
 
+def bucket_pairs(urls: list[str]) -> Iterator[tuple[str, str]]:
+    """Candidate pairs of one bucket: every two URLs, or past `MAX_BUCKET_PAIRS_MEMBERS` a chain through
+    the sorted URLs (a large bucket is mostly copies of one page, each pair verified along the chain keeps
+    them connected while the pairs stay linear in the bucket's size)."""
+    if len(urls) <= MAX_BUCKET_PAIRS_MEMBERS:
+        return itertools.combinations(urls, 2)
+    return itertools.pairwise(urls)
+
+
 def candidate_pairs(buckets: pd.DataFrame) -> pd.DataFrame:
-    """The reduce over one shuffled partition: every two URLs sharing a band bucket, a < b."""
+    """The reduce over one shuffled partition: URLs sharing a band bucket, as pairs a < b."""
     firsts, seconds = [], []
     for _, group in buckets.groupby(["band", "key"], sort=False):
         if len(group) < 2:
             continue
-        for a, b in itertools.combinations(sorted(set(group["url"])), 2):
+        for a, b in bucket_pairs(sorted(set(group["url"]))):
             firsts.append(a)
             seconds.append(b)
     return pd.DataFrame({"a": pd.Series(firsts, dtype=object), "b": pd.Series(seconds, dtype=object)})

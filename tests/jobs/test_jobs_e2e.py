@@ -383,3 +383,15 @@ def test_cli_dups_and_rank(crawled: tuple[Path, list[str]], synchronous: Any) ->
     assert missing.returncode == 2 and "no crawl directory" in missing.stderr
     unknown = run_cli("jobs", str(directory), "--only", "dedup,bogus")
     assert unknown.returncode == 2 and "unknown job bogus" in unknown.stderr
+
+
+def test_a_large_bucket_gives_linear_pairs_that_keep_it_connected() -> None:
+    from crawlspace.jobs.neardup import MAX_BUCKET_PAIRS_MEMBERS, bucket_pairs, components
+
+    small = [f"http://h.test/{index:03}" for index in range(MAX_BUCKET_PAIRS_MEMBERS)]
+    assert len(list(bucket_pairs(small))) == len(small) * (len(small) - 1) // 2
+    large = [f"http://h.test/{index:04}" for index in range(1000)]
+    pairs = list(bucket_pairs(large))
+    assert len(pairs) == 999
+    clusters = components(pd.DataFrame({"a": [a for a, _ in pairs], "b": [b for _, b in pairs]}))
+    assert len(clusters) == 1 and list(clusters["urls"].iloc[0]) == large
