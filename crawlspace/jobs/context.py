@@ -23,8 +23,6 @@ from crawlspace.store.reader import CrawlReader, KeyRange, StoredPage
 DEFAULT_PARTITIONS = 8
 LOCAL_SCHEDULERS = ("synchronous", "threads")
 
-PartitionBuilder = Callable[[CrawlReader, KeyRange], pd.DataFrame]
-
 
 @dataclass(frozen=True)
 class Piece:
@@ -35,6 +33,10 @@ class Piece:
     index: int
     offset: int = 0
     """Dense ids of this piece's pages start here (set by `with_offsets`)."""
+
+
+PartitionBuilder = Callable[[CrawlReader, Piece], pd.DataFrame]
+"""Makes one Dask partition from one piece of the crawl, through the reader a task opened for it."""
 
 
 def is_robots_txt(url: str) -> bool:
@@ -49,7 +51,7 @@ def crawl_pages(reader: CrawlReader, piece: Piece) -> Iterator[StoredPage]:
             yield page
 
 
-def _build(piece: Piece, builder: Callable[[CrawlReader, Piece], pd.DataFrame]) -> pd.DataFrame:
+def _build(piece: Piece, builder: PartitionBuilder) -> pd.DataFrame:
     with CrawlReader(list(piece.dirs)) as reader:
         return builder(reader, piece)
 
@@ -90,9 +92,7 @@ class JobContext:
         with dask.config.set({"dataframe.convert-string": False}):
             return tuple(dask.compute(*collections, scheduler=self.scheduler))
 
-    def frame(
-        self, builder: Callable[[CrawlReader, Piece], pd.DataFrame], meta: pd.DataFrame, pieces: list[Piece] | None
-    ) -> dd.DataFrame:
+    def frame(self, builder: PartitionBuilder, meta: pd.DataFrame, pieces: list[Piece] | None) -> dd.DataFrame:
         """One Dask partition per piece (default: every key range of the crawl), built by `builder`."""
         with dask.config.set({"dataframe.convert-string": False}):
             return dd.from_map(
@@ -105,7 +105,8 @@ class JobContext:
             )
 
     def read_parquet(self, path: Path, columns: list[str] | None = None) -> dd.DataFrame:
-        """A table this run wrote (strings read back as Python objects, as the builders make them)."""
+        """A table a job wrote, as a Dask dataframe (its string columns come back as pandas' string dtype:
+        cast them to object before joining them with a builder's frame)."""
         with dask.config.set({"dataframe.convert-string": False}):
             return dd.read_parquet(str(path), columns=columns)
 
