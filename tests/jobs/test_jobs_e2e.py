@@ -273,6 +273,20 @@ def test_a_cluster_gives_identical_outputs(
         }
 
 
+def test_cli_jobs_on_a_scheduler_address(
+    crawled: tuple[Path, list[str]], synchronous: Any, client: Client, tmp_path: Path
+) -> None:
+    """`crawlspace jobs DIR --scheduler tcp://...`: a client of the test's cluster, opened and closed by the CLI."""
+    directory = crawled[0]
+    address = client.scheduler.address
+    assert address.startswith("tcp://127.0.0.1:")
+    done = run_cli("jobs", str(directory), "--scheduler", address, "--only", "dedup", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["dedup"]["clusters"] == read_summary(directory, "dedup")["clusters"]
+    for name in TABLES["dedup"]:
+        pd.testing.assert_frame_equal(table(tmp_path, "dedup", name), table(directory, "dedup", name))
+
+
 def test_the_threaded_scheduler_and_other_partitions_give_identical_outputs(
     crawled: tuple[Path, list[str]], synchronous: Any, tmp_path: Path
 ) -> None:
