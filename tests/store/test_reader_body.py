@@ -3,6 +3,7 @@ it names (what the batch jobs hash and shingle), None where there is no body to 
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 from pathlib import Path
@@ -17,8 +18,6 @@ C = "http://c.test/missing"
 
 
 def sha1_base32(data: bytes) -> str:
-    import base64
-
     return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode()
 
 
