@@ -27,20 +27,12 @@ from crawlspace.api import Crawler
 from crawlspace.config import CrawlConfig
 from crawlspace.jobs import JOB_NAMES, read_summary, read_table, run
 from crawlspace.jobs.output import jobs_dir
-from crawlspace.simweb import SimWeb, SimWebConfig
+from crawlspace.simweb import SimWeb
 from crawlspace.simweb.server import serve_in_background
 from crawlspace.simweb.truth import LinkTable
 from tests.conftest import REPO, run_cli
+from tests.store.test_duplicates_e2e import WEB  # many exact and near copies, on one host and across hosts
 
-WEB = SimWebConfig(
-    hosts=24,
-    seed=7,
-    mean_pages_per_host=16,
-    duplicate_fraction=0.15,
-    near_duplicate_fraction=0.05,
-    robots_crawl_delay=0.0,
-    include_trap=False,
-)
 TABLES = {
     "dedup": ["clusters", "members"],
     "near": ["signatures", "pairs", "clusters", "members"],
