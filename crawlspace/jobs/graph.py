@@ -16,6 +16,7 @@ are distinct by target, and a redirect has no body), and no link is a self-link.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import dask.dataframe as dd
@@ -23,11 +24,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from crawlspace.jobs.context import JobContext, Piece, crawl_pages
+from crawlspace.jobs.context import JobContext, Piece, crawl_pages, is_robots_txt
 from crawlspace.jobs.output import PendingOutput
 from crawlspace.parse import parse_html
 from crawlspace.store.pagestore import page_outlinks
-from crawlspace.store.reader import CrawlReader, Edge, StoredPage
+from crawlspace.store.reader import CrawlReader, Edge, FetchInfo, StoredPage
 from crawlspace.urls import InvalidURL, join, normalize
 
 NAME = "graph"
@@ -68,15 +69,20 @@ ANCHOR_SCHEMA = pa.schema(
 )
 
 
+def page_fetches(reader: CrawlReader, piece: Piece) -> Iterator[tuple[str, FetchInfo]]:
+    """The piece's pages as `crawl_pages` gives them, from their fetch cells alone."""
+    return ((url, fetch) for url, fetch in reader.fetches(piece.part) if not is_robots_txt(url))
+
+
 def page_count(reader: CrawlReader, piece: Piece) -> pd.DataFrame:
-    return pd.DataFrame({"pages": [sum(1 for _ in crawl_pages(reader, piece))]})
+    return pd.DataFrame({"pages": [sum(1 for _ in page_fetches(reader, piece))]})
 
 
 def node_rows(reader: CrawlReader, piece: Piece) -> pd.DataFrame:
     urls, statuses = [], []
-    for page in crawl_pages(reader, piece):
-        urls.append(page.url)
-        statuses.append(page.fetch.status)
+    for url, fetch in page_fetches(reader, piece):
+        urls.append(url)
+        statuses.append(fetch.status)
     ids = np.arange(piece.offset, piece.offset + len(urls), dtype=np.int64)
     return pd.DataFrame({"id": ids, "url": pd.Series(urls, dtype=object), "status": np.array(statuses, np.int64)})
 

@@ -19,6 +19,7 @@ in whichever directory holds it. What it gives, each as typed msgspec Structs an
                          are contiguous)
     edges(part)          one `Edge` (source, target, anchor text, nofollow) per link of each page's
                          newest parse
+    fetches(part)        (URL, newest `FetchInfo`) of each page, the fetch cells only (cheap to count)
     fetch_history(url)   every kept fetch of a URL (`FetchInfo`), newest first: the change history
     records(url)         the WARC records of a URL, found through the CDXJ indexes, newest first
     parse(page)          a page parsed again from its WARC response (its text when the crawl kept
@@ -287,6 +288,14 @@ class CrawlReader:
                     page, title=None if parsed is None else parsed.title, text=None if parsed is None else parsed.text
                 )
             yield page
+
+    def fetches(self, part: KeyRange | None = None) -> Iterator[tuple[str, FetchInfo]]:
+        """(URL, newest fetch) of every fetched URL, as `pages` gives them but reading the fetch cells
+        only: what a job needs to number or count the pages without decoding their content."""
+        for row in self._rows(part, "fetch"):
+            fetch = row.fetch
+            if fetch is not None:
+                yield row.url, fetch
 
     def page(self, url: str) -> StoredPage | None:
         """The page of one URL (as the crawl stored it: normalized), or None if it was never fetched."""
