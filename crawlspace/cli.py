@@ -402,12 +402,15 @@ def jobs_command(
 def dups_command(directory: Path, url: str, as_json: bool) -> None:
     """The exact and near-duplicates of URL found by `crawlspace jobs`."""
     from crawlspace.jobs import JobOutputError
-    from crawlspace.jobs.lookup import duplicates_of
+    from crawlspace.jobs.lookup import NotFetched, duplicates_of
+    from crawlspace.store import CrawlTableError
     from crawlspace.urls import InvalidURL, normalize
 
     try:
         found = duplicates_of(_job_directory(directory), normalize(url))
-    except (JobOutputError, InvalidURL) as exc:
+    except NotFetched as exc:
+        fail(str(exc), code=1)
+    except (JobOutputError, InvalidURL, CrawlTableError) as exc:
         fail(str(exc))
     if as_json:
         click.echo(json.dumps(found.to_dict(), ensure_ascii=False))

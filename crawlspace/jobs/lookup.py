@@ -11,6 +11,7 @@ from typing import Any
 
 from crawlspace.jobs import dedup, neardup, pagerank
 from crawlspace.jobs.output import read_table
+from crawlspace.store.reader import CrawlReader
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,16 @@ class Duplicates:
         return {"url": self.url, "exact": self.exact, "near": self.near}
 
 
+class NotFetched(LookupError):
+    """A URL the crawl never fetched: it has no duplicates to report (rather than an empty answer)."""
+
+
 def duplicates_of(crawl_dir: str | Path, url: str) -> Duplicates:
-    """From the dedup and near jobs' outputs (JobOutputError if either is missing)."""
+    """From the dedup and near jobs' outputs (JobOutputError if either is missing, NotFetched if the crawl
+    in `crawl_dir` has no page at `url`, a normalized URL)."""
+    with CrawlReader(crawl_dir) as reader:
+        if reader.page(url) is None:
+            raise NotFetched(f"{url} was not fetched in {crawl_dir}")
     exact: list[str] = []
     member = read_table(crawl_dir, dedup.NAME, "members", columns=["md5"], filters=[("url", "==", url)])
     if not member.empty:

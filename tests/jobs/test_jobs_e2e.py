@@ -385,6 +385,8 @@ def test_cli_dups_and_rank(crawled: tuple[Path, list[str]], synchronous: Any) ->
     expected = read_table(directory, "pagerank", "ranks").sort_values("pagerank", ascending=False).head(5)
     assert [row["url"] for row in ranked] == list(expected["url"])
     assert [row["indegree"] for row in ranked] == list(expected["indegree"])
+    never = run_cli("dups", str(directory), "http://never.test/")
+    assert never.returncode == 1 and "was not fetched" in never.stderr
     missing = run_cli("rank", str(directory / "nope"))
     assert missing.returncode == 2 and "no crawl directory" in missing.stderr
     unknown = run_cli("jobs", str(directory), "--only", "dedup,bogus")
