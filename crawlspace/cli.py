@@ -335,6 +335,114 @@ def evaluate(
     click.echo(f"wrote {out / 'pagerank.png'}, {out / 'curves.csv'}, {out / 'table.csv'}, {out / 'summary.json'}")
 
 
+def _job_directory(directory: Path) -> Path:
+    if not directory.is_dir():
+        fail(f"no crawl directory {directory}")
+    return directory
+
+
+@main.command(name="jobs")
+@click.argument("directories", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--scheduler",
+    default="synchronous",
+    show_default=True,
+    help="synchronous or threads (in this process), or a Dask scheduler address tcp://HOST:8786.",
+)
+@click.option("--only", help="Comma-separated jobs to run (dedup, near, graph, pagerank); default: all.")
+@click.option("--out", type=click.Path(path_type=Path), help="Where jobs/ is written (default: the first directory).")
+@click.option("--partitions", type=click.IntRange(1, 100_000), default=None, help="Key ranges of the crawl table.")
+@click.option("--damping", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.85, show_default=True)
+@click.option("--personalize", "seed_urls", multiple=True, metavar="URL", help="Personalized PageRank from URL.")
+@click.option(
+    "--representative",
+    type=click.Choice(["shortest", "inlinks"]),
+    default="shortest",
+    show_default=True,
+    help="A duplicate cluster's representative: its shortest URL, or the one with most in-links (runs graph).",
+)
+def jobs_command(
+    directories: tuple[Path, ...],
+    scheduler: str,
+    only: str | None,
+    out: Path | None,
+    partitions: int | None,
+    damping: float,
+    seed_urls: tuple[str, ...],
+    representative: str,
+) -> None:
+    """Batch jobs over the crawl in DIRECTORIES (one crawl, or its nodes' directories): exact and
+    near-duplicate clusters, the link graph, PageRank; outputs in DIR/jobs/<name>/ (Parquet)."""
+    from crawlspace.jobs import JobError, JobOutputError, run
+    from crawlspace.store import CrawlTableError
+    from crawlspace.urls import InvalidURL, normalize
+
+    for directory in directories:
+        _job_directory(directory)
+    try:
+        seeds = [normalize(url) for url in seed_urls]
+        summaries = run(
+            list(directories),
+            only=only.split(",") if only else None,
+            scheduler=scheduler,
+            out=out,
+            partitions=partitions or 0,
+            options={"pagerank": {"damping": damping, "seeds": seeds}, "dedup": {"representative": representative}},
+            progress=lambda line: click.echo(f"crawlspace: {line}", err=True),
+        )
+    except (JobError, JobOutputError, CrawlTableError, InvalidURL, ValueError, OSError) as exc:
+        fail(str(exc))
+    click.echo(json.dumps(summaries, indent=2, ensure_ascii=False))
+
+
+@main.command(name="dups")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.argument("url")
+@click.option("--json", "as_json", is_flag=True, help="Print {url, exact, near} as JSON.")
+def dups_command(directory: Path, url: str, as_json: bool) -> None:
+    """The exact and near-duplicates of URL found by `crawlspace jobs`."""
+    from crawlspace.jobs import JobOutputError
+    from crawlspace.jobs.lookup import NotFetched, duplicates_of
+    from crawlspace.store import CrawlTableError
+    from crawlspace.urls import InvalidURL, normalize
+
+    try:
+        found = duplicates_of(_job_directory(directory), normalize(url))
+    except NotFetched as exc:
+        fail(str(exc), code=1)
+    except (JobOutputError, InvalidURL, CrawlTableError) as exc:
+        fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(found.to_dict(), ensure_ascii=False))
+        return
+    click.echo(found.url)
+    for kind, urls in (("exact", found.exact), ("near", found.near)):
+        click.echo(f"{kind} duplicates: {len(urls)}")
+        for other in urls:
+            click.echo(f"  {other}")
+
+
+@main.command(name="rank")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--top", type=click.IntRange(1, 1_000_000), default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print a list of {url, pagerank, indegree} as JSON.")
+def rank_command(directory: Path, top: int, as_json: bool) -> None:
+    """Pages by PageRank (from `crawlspace jobs`), with their in-degree."""
+    from crawlspace.jobs import JobOutputError
+    from crawlspace.jobs.lookup import printable, top_ranked
+
+    try:
+        ranked = top_ranked(_job_directory(directory), top)
+    except JobOutputError as exc:
+        fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(ranked, ensure_ascii=False))
+        return
+    click.echo(f"{'pagerank':>10} {'in':>6}  url")
+    for row in ranked:
+        click.echo(f"{row['pagerank']:>10.6f} {row['indegree']:>6}  {printable(row['url'])}")
+
+
 @main.command("config-reference")
 def config_reference() -> None:
     """Print the configuration reference (Markdown), generated from CrawlConfig."""

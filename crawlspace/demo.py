@@ -3,7 +3,8 @@
 The demo is the shortest path from a fresh install to a crawl that shows what crawlspace does:
 it starts the simulated web in a separate process (so the crawler's CPU is its own), crawls it
 politely with live progress, then prints the crawl's figures next to the server's view of it
-(coverage of the ground truth, robots violations, politeness gaps).
+(coverage of the ground truth, robots violations, politeness gaps), and runs the batch jobs
+(crawlspace.jobs) over the crawl: duplicate clusters against the truth, the top pages by PageRank.
 """
 
 from __future__ import annotations
@@ -85,10 +86,45 @@ def run_demo(out: Path, *, hosts: int, seed: int, live: bool | None) -> dict[str
         "warc_files": str(out / "warc"),
         "stats": str(out / "stats.json"),
     }
+    summary["jobs"] = jobs_report(web, out)
     (out / "demo-summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if not verdict.ok:
         click.echo("server-side judgement:\n" + verdict.summary(), err=True)
     return summary
+
+
+def jobs_report(web: SimWeb, out: Path) -> dict[str, Any]:
+    """The batch jobs over the demo's crawl, judged against the web's truth: exact clusters found (of the
+    generator's clusters with two or more URLs fetched), near-copies clustered with their original, and
+    the top pages by PageRank."""
+    from crawlspace.jobs import read_table, run
+    from crawlspace.jobs.lookup import top_ranked
+
+    summaries = run(out)
+    fetched = set(read_table(out, "graph", "nodes")["url"])
+    truth = {tuple(sorted(url for url in urls if url in fetched)) for urls in web.duplicate_clusters().values()}
+    truth = {cluster for cluster in truth if len(cluster) > 1}
+    found = {tuple(sorted(urls)) for urls in read_table(out, "dedup", "clusters")["urls"]}
+    members = read_table(out, "near", "members")
+    cluster_of = dict(zip(members["url"], members["cluster"], strict=True))
+    near = [(url, web.near_duplicate_of(url)) for url in sorted(fetched)]
+    near = [(url, original) for url, original in near if original in fetched]
+    return {
+        "exact_clusters_true": len(truth),
+        "exact_clusters_found": len(found),
+        "exact_clusters_matching_truth": len(truth & found),
+        "revisits_agree_with_bodies": summaries["dedup"]["crawl_check"]["agrees"],
+        "near_copies_fetched": len(near),
+        "near_copies_clustered_with_original": sum(
+            1 for url, original in near if url in cluster_of and cluster_of[url] == cluster_of.get(original)
+        ),
+        "near_clusters": summaries["near"]["clusters"],
+        "graph_nodes": summaries["graph"]["nodes"],
+        "graph_edges": summaries["graph"]["edges"],
+        "pagerank_rounds": summaries["pagerank"]["rounds"],
+        "top_pages": top_ranked(out, 5),
+        "outputs": str(out / "jobs"),
+    }
 
 
 @click.command()
@@ -99,7 +135,7 @@ def run_demo(out: Path, *, hosts: int, seed: int, live: bool | None) -> dict[str
 @click.option("--seed", type=int, default=DEMO_WEB.seed, show_default=True)
 @click.option("--progress/--no-progress", "live", default=None, help="Force the live display on or off.")
 def demo(out: Path | None, hosts: int, seed: int, live: bool | None) -> None:
-    """Crawl the bundled simulated web with live progress and report what was found."""
+    """Crawl the bundled simulated web with live progress, run the batch jobs, and report what was found."""
     keep = out is not None
     directory = out if out is not None else Path(tempfile.mkdtemp(prefix="crawlspace-demo-"))
     if keep and (directory / "stats.json").exists():
@@ -117,3 +153,17 @@ def demo(out: Path | None, hosts: int, seed: int, live: bool | None) -> None:
         f"{view['overlapping_requests']} overlapping requests, {view['delay_violations']} delay violations\n"
         f"WARC files: {summary['warc_files']}\nstats: {summary['stats']}"
     )
+    from crawlspace.jobs.lookup import printable
+
+    jobs = summary["jobs"]
+    click.echo(
+        f"\nbatch jobs ({jobs['outputs']}): exact-duplicate clusters {jobs['exact_clusters_found']} found, "
+        f"{jobs['exact_clusters_matching_truth']} of {jobs['exact_clusters_true']} true clusters exactly; revisit "
+        f"records agree with the bodies: {jobs['revisits_agree_with_bodies']}\n"
+        f"near-copies clustered with their original: {jobs['near_copies_clustered_with_original']} of "
+        f"{jobs['near_copies_fetched']} ({jobs['near_clusters']} near-duplicate clusters)\n"
+        f"link graph {jobs['graph_nodes']} pages, {jobs['graph_edges']} edges; PageRank in "
+        f"{jobs['pagerank_rounds']} rounds, top pages:"
+    )
+    for row in jobs["top_pages"]:
+        click.echo(f"  {row['pagerank']:.5f}  in {row['indegree']:>4}  {printable(row['url'])}")

@@ -104,3 +104,8 @@ def test_demo_crawls_the_simulated_web_and_reports_the_servers_view(tmp_path: Pa
     assert int(report[1]) == stats["pages_fetched"]
     assert abs(float(report[2]) - (stats["finished_at"] - stats["started_at"])) < 0.1
     assert (out / "warc").is_dir() and any((out / "warc").glob("*.warc.gz"))
+    jobs = summary["jobs"]  # the batch jobs after the crawl, judged against the web's truth
+    assert jobs["exact_clusters_matching_truth"] == jobs["exact_clusters_true"] == jobs["exact_clusters_found"]
+    assert jobs["revisits_agree_with_bodies"]
+    assert jobs["near_copies_clustered_with_original"] == jobs["near_copies_fetched"]
+    assert len(jobs["top_pages"]) == 5 and jobs["top_pages"][0]["url"] in result.stdout

@@ -19,10 +19,13 @@ in whichever directory holds it. What it gives, each as typed msgspec Structs an
                          are contiguous)
     edges(part)          one `Edge` (source, target, anchor text, nofollow) per link of each page's
                          newest parse
+    fetches(part)        (URL, newest `FetchInfo`) of each page, the fetch cells only (cheap to count)
     fetch_history(url)   every kept fetch of a URL (`FetchInfo`), newest first: the change history
     records(url)         the WARC records of a URL, found through the CDXJ indexes, newest first
     parse(page)          a page parsed again from its WARC response (its text when the crawl kept
                          only pointers, `store_text = false`)
+    body(page)           the decoded body of a page's newest 200 capture, a revisit record followed
+                         to the response it refers to (`PageBody`: what a duplicate finder hashes)
 
 Parallel jobs: `partitions(n)` cuts the row-key space into at most n `KeyRange`s of about equal
 size (from the table's own file boundaries, without reading it); `pages(part)` and `edges(part)`
@@ -60,6 +63,7 @@ __all__ = [
     "Edge",
     "FetchInfo",
     "KeyRange",
+    "PageBody",
     "StoredPage",
     "TableReader",
     "open_table",
@@ -169,6 +173,27 @@ class CaptureRecord:
     record: StoredRecord
 
 
+@dataclass(frozen=True, slots=True)
+class PageBody:
+    """The body a page was served with, decoded (Content-Encoding undone, cut at `max_body_bytes`).
+
+    An exact duplicate is stored as a revisit record without a payload, so its body is read from the
+    response the revisit refers to: `stored_as` names that response's URL (the page's own for a
+    response record). `payload_digest` is the page's own record's digest (of the bytes it was sent)
+    and `stored_digest` the digest of the payload actually read: they differ only if a revisit
+    claims a body it did not have, which is what a duplicate job checks.
+    """
+
+    url: str
+    content: bytes
+    content_type: str
+    payload_digest: str
+    stored_as: str
+    stored_digest: str
+    revisit: bool
+    """The page's own record is a revisit (an exact duplicate, or its own earlier body unchanged)."""
+
+
 def open_table(dirs: Sequence[Path]) -> TableReader:
     """The crawl tables of crawl directories as one read-only table (shards of every directory
     merged); a directory that is a table itself (it holds RocksDB's CURRENT file) is opened as one."""
@@ -264,6 +289,14 @@ class CrawlReader:
                 )
             yield page
 
+    def fetches(self, part: KeyRange | None = None) -> Iterator[tuple[str, FetchInfo]]:
+        """(URL, newest fetch) of every fetched URL, as `pages` gives them but reading the fetch cells
+        only: what a job needs to number or count the pages without decoding their content."""
+        for row in self._rows(part, "fetch"):
+            fetch = row.fetch
+            if fetch is not None:
+                yield row.url, fetch
+
     def page(self, url: str) -> StoredPage | None:
         """The page of one URL (as the crawl stored it: normalized), or None if it was never fetched."""
         row = self.table.get(url, family=PAGE_FAMILIES)
@@ -324,6 +357,65 @@ class CrawlReader:
             return None
         url = record.headers.get("warc-target-uri", "")
         return parse_html(content, url, headers.get("content-type"), headers.get("x-robots-tag"))
+
+    def body(self, page: StoredPage) -> PageBody | None:
+        """The decoded body of the page's newest capture when its fetch was a 200 (None otherwise, or
+        when the record or the response a revisit names is missing, damaged or does not decode).
+
+        A revisit is followed to the response it refers to by URL and date: first through that URL's
+        table pointer (also while its WARC file is still open), else through the CDXJ indexes.
+        """
+        if page.capture is None or page.fetch.status != 200:
+            return None
+        try:
+            record = self.record(page.capture)
+        except (OSError, WarcFormatError):
+            return None
+        own_digest = record.headers.get("warc-payload-digest", "")
+        stored_as = page.url
+        revisit = record.type == "revisit"
+        if revisit:
+            referred = self._referred_response(record)
+            if referred is None:
+                return None
+            stored_as, record = referred
+        elif record.type != "response":
+            return None
+        try:
+            _, headers, raw = parse_http_response(record.block)
+            content = decode_body(raw, headers.get("content-encoding"), self.max_body_bytes)
+        except (WarcFormatError, DecodeError):
+            return None
+        return PageBody(
+            url=page.url,
+            content=content,
+            content_type=headers.get("content-type", "").split(";")[0].strip().lower(),
+            payload_digest=own_digest,
+            stored_as=stored_as,
+            stored_digest=record.headers.get("warc-payload-digest", ""),
+            revisit=revisit,
+        )
+
+    def _referred_response(self, revisit: StoredRecord) -> tuple[str, StoredRecord] | None:
+        url = revisit.headers.get("warc-refers-to-target-uri", "")
+        date = revisit.headers.get("warc-refers-to-date", "")
+        if not url or not date:
+            return None
+        original = self.page(url)
+        if original is not None and original.capture is not None and original.capture.date == date:
+            try:
+                record = self.record(original.capture)
+            except (OSError, WarcFormatError):
+                record = None
+            if record is not None and record.type == "response":
+                return url, record
+        try:
+            for found in self.records(url):
+                if found.record.type == "response" and found.record.headers.get("warc-date") == date:
+                    return url, found.record
+        except (OSError, WarcFormatError):
+            return None
+        return None
 
     def _warc_path(self, filename: str) -> Path:
         """The file of that name in the first WARC directory that holds it (names are unique across

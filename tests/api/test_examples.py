@@ -24,7 +24,7 @@ from crawlspace.urls import InvalidURL, Normalizer, join
 from tests.conftest import REPO
 
 EXAMPLES = REPO / "examples"
-TESTED = {"focused_crawl", "url_filter", "prioritizer", "processors", "sinks", "file_handler"}
+TESTED = {"focused_crawl", "url_filter", "prioritizer", "processors", "sinks", "file_handler", "batch_jobs"}
 
 
 def run_example(name: str, out: Path) -> tuple[ModuleType, str]:
@@ -236,6 +236,31 @@ def test_file_handler(tmp_path: Path) -> None:
     assert stats["dns"]["lookups"] == 0 and stats["robots_fetches"] == 0  # neither applies to file:
     assert stats["filtered"]["out-of-scope"] > 0  # the pages' http:// links stayed out
     assert f"{len(expected)} file: URLs fetched" in stdout
+
+
+def test_batch_jobs_example(tmp_path: Path) -> None:
+    """The jobs' exact clusters are the generator's, and the example's own Dask job (hosts linking in)
+    equals the same count done with plain pandas over the link graph's edges table."""
+    import pandas as pd
+
+    from crawlspace.jobs import read_table
+
+    module, stdout = run_example("batch_jobs", tmp_path)
+    crawl = tmp_path / "crawl"
+    web = SimWeb.generate(module.WEB)
+    fetched = set(read_table(crawl, "graph", "nodes")["url"])
+    truth = {tuple(sorted(u for u in urls if u in fetched)) for urls in web.duplicate_clusters().values()}
+    clusters = {tuple(sorted(urls)) for urls in read_table(crawl, "dedup", "clusters")["urls"]}
+    assert clusters == {cluster for cluster in truth if len(cluster) > 1} and clusters
+    edges = read_table(crawl, "graph", "edges")
+    edges = edges[~edges["nofollow"]]
+    pairs = {(module.host_of(t), module.host_of(s)) for s, t in zip(edges["source"], edges["target"], strict=True)}
+    expected = pd.Series([host for host, other in pairs if host != other]).value_counts().to_dict()
+    found = pd.read_csv(tmp_path / "linking-hosts.csv")
+    assert dict(zip(found["host"], found["linking_hosts"], strict=True)) == expected
+    report = json.loads(stdout)
+    assert report["exact_clusters"] == len(clusters)
+    assert report["most_linked_host"]["linking_hosts"] == max(expected.values())
 
 
 @pytest.mark.parametrize("name", sorted(TESTED))
