@@ -132,6 +132,7 @@ class CrawlEngine:
             assignment=assignment,
             wake=self._changed.set,
             send_batches=self._send_batches,
+            send_soon=self._send_soon,
             stop=self.stop,
             stopping=lambda: self._stopping,
         )
@@ -244,6 +245,10 @@ class CrawlEngine:
     def _send_batches(self) -> None:
         if self.partition is not None:
             self.partition.send_batches()
+
+    def _send_soon(self) -> None:
+        if self.partition is not None:
+            self.partition.send_soon()
 
     def snapshot(self) -> Snapshot:
         """The crawl as it stands: the counters (copied) and the gauges."""
