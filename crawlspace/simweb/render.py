@@ -27,12 +27,12 @@ from crawlspace.simweb.model import (
     LinkForm,
     Response,
     WebData,
+    mix,
 )
 from crawlspace.simweb.robots import RobotsKind, robots_status, robots_text
 from crawlspace.simweb.template import SiteTemplate
 from crawlspace.simweb.text import PARAGRAPHS, Corpus
 
-_MASK = (1 << 64) - 1
 HTML = "text/html; charset=utf-8"
 TEXT = "text/plain; charset=utf-8"
 INTRO_WORDS = 30
@@ -53,17 +53,6 @@ _MONTHS = (
     "November",
     "December",
 )
-
-
-def mix(*values: int) -> int:
-    """splitmix64 over a sequence of integers: a stable hash (Python's hash() is salted per process)."""
-    state = 0x9E3779B97F4A7C15
-    for value in values:
-        state = ((state ^ (value & _MASK)) + 0x9E3779B97F4A7C15) & _MASK
-        state = ((state ^ (state >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-        state = ((state ^ (state >> 27)) * 0x94D049BB133111EB) & _MASK
-        state ^= state >> 31
-    return state
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,8 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
+from crawlspace.simweb.model import mix
+
 TEMPLATE_SEED = 20_261_201
 SNIPPETS = 512
 """Scripts and style rules in each pool; a host takes a contiguous run of each."""
@@ -47,17 +49,6 @@ class _Link(Protocol):
 
 
 LinkT = TypeVar("LinkT", bound=_Link)
-
-
-def _mix(*values: int) -> int:
-    state = 0x9E3779B97F4A7C15
-    mask = (1 << 64) - 1
-    for value in values:
-        state = ((state ^ (value & mask)) + 0x9E3779B97F4A7C15) & mask
-        state = ((state ^ (state >> 30)) * 0xBF58476D1CE4E5B9) & mask
-        state = ((state ^ (state >> 27)) * 0x94D049BB133111EB) & mask
-        state ^= state >> 31
-    return state
 
 
 def _identifier(words: Sequence[str], rng: np.random.Generator) -> str:
@@ -121,7 +112,7 @@ class SiteTemplate:
         self.styles = _style_pool(words, rng)
 
     def _host_key(self, host: int) -> int:
-        return _mix(self.seed, host, 77)
+        return mix(self.seed, host, 77)
 
     def _run(self, pool: list[str], start: int, count: int) -> str:
         return "".join(pool[(start + i) % SNIPPETS] for i in range(count))
