@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crawlspace.config import ConfigError, CrawlConfig
+from crawlspace.crawl import partitioning
 from crawlspace.crawl.checkpoint import STARTUP_ERRORS, report_recovery
 from crawlspace.crawl.engine import CrawlEngine
 from crawlspace.crawl.telemetry import CrawlStats, TelemetrySink, display_sink
@@ -94,11 +95,9 @@ def _directory_lock(out: Path) -> Iterator[None]:
 
 def _resolve_processes(config: CrawlConfig, extended: bool, saved: int | None) -> CrawlConfig:
     """The number of processes a crawl runs with, made concrete (config.json records it: a resumed
-    crawl keeps its partitions)."""
+    crawl keeps its partitions unless told another number, see crawl.partitioning)."""
     wanted = config.processes
-    if saved is not None:
-        if wanted is not None and wanted != saved:
-            raise CrawlError(f"this crawl runs in {saved} processes (its hosts are partitioned so); it cannot change")
+    if saved is not None and wanted is None:
         wanted = saved
     if wanted is None:
         wanted = 1 if extended else max(1, os.cpu_count() or 1)
@@ -213,6 +212,13 @@ class Crawler:
         self.config = _resolve_processes(config, extended, saved.processes if saved else None)
         if saved is not None:
             self.config_changes = saved.differences(self.config)
+        try:  # a resume with another number of processes resizes the crawl (crawl.partitioning)
+            recorded = partitioning.read(self.out) if resume else None
+            if saved is not None and recorded is None:
+                recorded = partitioning.legacy(saved.processes or 1)
+            self.partitioning = partitioning.plan(recorded, self.config.processes or 1)
+        except partitioning.PartitioningError as exc:
+            raise CrawlError(str(exc)) from None
         self.progress = progress
         self._telemetry = [display_sink(progress), *telemetry]
         for kind, hooks in (("filter", filters), ("processor", processors)):
@@ -291,6 +297,7 @@ class Crawler:
             self.seeds,
             processes=self.config.processes or 1,
             resume=self.resume,
+            partitioning=self.partitioning,
             unstarted_seeds=_record_start(self.out, self.config, self.seeds, resume=self.resume),
             telemetry=self._telemetry,
             invalid_seeds=len(self.seed_problems),

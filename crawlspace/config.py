@@ -100,7 +100,9 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         PositiveInt | None,
         _doc(
             "Crawl processes, each owning a hash partition of the hosts (IIR's host splitter). None: one per CPU "
-            "core, or one when Python extensions (processors, sinks, filters, handlers, a prioritizer) are given."
+            "core, or one when Python extensions (processors, sinks, filters, handlers, a prioritizer) are given. "
+            "A crawl of 2 or more resumed with another number of 2 or more hands its hosts over to their new "
+            "owners first (docs/architecture.md, Resizing)."
         ),
     ] = None
     min_delay: Annotated[

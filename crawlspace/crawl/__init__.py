@@ -8,7 +8,9 @@ frontier through the URL filter, the ordering policy, the host splitter and the 
 processors get their pages through handoff.py. Every stage that changes durable state writes to
 the ledger (ledger.py), whose journal and checkpoints let a killed crawl resume without losing a
 URL (resume.py: the engine's part of a checkpoint). With several partitions, partition.py is the
-engine's side of the transport and workers.py the coordinator of the processes of one machine.
+engine's side of the transport and workers.py the coordinator of the processes of one machine;
+partitioning.py records how a crawl directory is partitioned and decides what a resume with
+another number of processes does, and repartition.py is the handover phase of such a resize.
 assembly.py builds every component from the configuration; telemetry.py publishes Snapshots.
 """
 

@@ -40,10 +40,11 @@ from crawlspace.policies import as_policy, make_policy
 from crawlspace.policies.base import OrderingPolicy
 from crawlspace.robots import RobotsCache
 from crawlspace.robots.persist import LOG_NAME, RobotsLog
-from crawlspace.seen import ContentSeen, UrlSet
+from crawlspace.seen import ContentSeen, RunStore, UrlSet
 from crawlspace.store import PageStore, StoreOptions
 from crawlspace.urls import Normalizer
 from crawlspace.urls.filter import Scope, UrlFilter
+from crawlspace.urls.fingerprint import UrlFingerprints
 
 
 @dataclass
@@ -56,6 +57,7 @@ class Components:
     robots: RobotsCache
     robots_log: RobotsLog
     urlset: UrlSet[FrontierEntry]
+    pinned_urls: RunStore  # URLs of hosts pinned here (per-IP politeness) queued here: the forwards' test
     content: ContentSeen
     normalizer: Normalizer
     url_filter: UrlFilter
@@ -173,6 +175,7 @@ def assemble(
     on_host_activated: Callable[[str], None],
     partitions: int = 1,
     shared_warc_dir: Path | None = None,
+    url_fingerprints: UrlFingerprints | None = None,
 ) -> Components:
     """Open (or create) every store of a partition under `out_dir`.
 
@@ -180,7 +183,8 @@ def assemble(
     crawlable (normalized, let through the scheme filter, followed). `prioritizer`: the crawl
     order instead of `config.policy`, fed page events if it is an ordering policy.
     `on_host_activated`: the frontier gave a host a back queue (the engine looks up its address).
-    `partitions`: the crawl's, which share the URL-seen cache budget."""
+    `partitions`: the crawl's, which share the URL-seen cache budget. `url_fingerprints`: the
+    crawl's (crawl.partitioning), which a partition's URL set must have (None: a new set's default)."""
     polite = politeness(config)
     policy = as_policy(prioritizer) if prioritizer is not None else make_policy(config)
     frontier = Frontier.open(
@@ -210,7 +214,9 @@ def assemble(
             cache_bytes=config.seen_cache_bytes // partitions,  # the crawl's budget, shared
             buffer_urls=config.seen_buffer_urls,
             reset=not resume,
+            scheme=url_fingerprints,
         ),
+        pinned_urls=RunStore(seen_dir / "pinned", memtable_limit=1 << 16, reset=not resume),
         content=ContentSeen(seen_dir / "content", near_threshold=config.near_duplicate_threshold, reset=not resume),
         normalizer=Normalizer(
             strip_session_ids=config.strip_session_ids,
@@ -279,6 +285,7 @@ def stages(
         extensions=extensions,
         policy=parts.policy,
         urlset=parts.urlset,
+        pinned_urls=parts.pinned_urls,
         frontier=parts.frontier,
         router=router,
         ledger=ledger,
@@ -296,6 +303,7 @@ def stages(
         ledger=ledger,
         stats=stats,
         policy_reads_pages=parts.policy.observes_pages,
+        partitions=peers.partitions if peers is not None else 1,
     )
     robots_gate = RobotsGate(
         parts.robots,
@@ -315,6 +323,6 @@ def stages(
     partition = None
     if peers is not None and router is not None:
         partition = PartitionInbox(
-            peers, router, links=links, ledger=ledger, content=parts.content, wake=wake, stop=stop
+            peers, router, links=links, ledger=ledger, content=parts.content, stats=stats, wake=wake, stop=stop
         )
     return Stages(router, links, recorder, robots_gate, handoff, prefetch, resume_state, partition)

@@ -79,6 +79,9 @@ class CrawlState(msgspec.Struct, kw_only=True):
     next_batch: int = 1
     moved: dict[str, int] = {}  # hosts handed to the partition owning their IP address
     pinned: list[str] = []  # hosts handed to this partition for that reason
+    resize_started: int = 0  # the last resize (its epoch) whose handover phase this partition began
+    resize_handed: int = 0  # ... and the last one whose handover it finished (its hosts removed)
+    resize_unconfirmed: list[tuple[str, int, int]] = []  # URLs handed over that wait for a URL-seen test
 
     def encode(self) -> bytes:
         return msgspec.msgpack.encode(self)

@@ -28,11 +28,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import assembly
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState
 from crawlspace.crawl.ledger import JOURNAL_BROKEN, Ledger
 from crawlspace.crawl.recorder import Recorded
+from crawlspace.crawl.repartition import Repartition
 from crawlspace.crawl.robotsgate import Verdict
 from crawlspace.crawl.telemetry import (
     PROGRESS_FILE,
@@ -46,13 +49,16 @@ from crawlspace.crawl.telemetry import (
 )
 from crawlspace.distributed.assignment import Assignment
 from crawlspace.distributed.budget import Budget, PageBudget
+from crawlspace.distributed.claims import Answer
 from crawlspace.distributed.protocols import Peers
+from crawlspace.distributed.resize import HandoverPlan, Resize
 from crawlspace.dns import DNSFailure
 from crawlspace.dns.resolver import hostname_of_authority
 from crawlspace.fetch import Fetcher, FetchResult, Outcome
 from crawlspace.frontier import FrontierEntry, Lease, Prioritizer
 from crawlspace.hooks.protocols import ProtocolHandler
 from crawlspace.hooks.runtime import Extensions
+from crawlspace.urls.fingerprint import UrlFingerprints
 
 
 def _host_failed(result: FetchResult) -> bool:
@@ -84,6 +90,8 @@ class CrawlEngine:
         budget: Budget | None = None,
         shared_warc_dir: Path | None = None,
         telemetry: Sequence[TelemetrySink] | None = None,
+        resize: Resize | None = None,
+        url_fingerprints: UrlFingerprints | None = None,
     ) -> None:
         """`peers`: the other partitions, when this engine is one of several (crawl.workers); hosts are
         theirs or ours by `assignment` (default: the modulo rule every crawl so far was made with).
@@ -91,7 +99,9 @@ class CrawlEngine:
         the partitions share (recovered before they start). `unstarted_seeds`: a resumed crawl's
         seeds, used if it was killed before its first checkpoint. `telemetry`: the sinks of the
         crawl's Snapshots besides DIR/progress.jsonl (None: the terminal's, `display_sink(live_progress)`;
-        a partition's goes to its coordinator)."""
+        a partition's goes to its coordinator). `resize`: the crawl was resumed with another number of
+        partitions: `repartition` hands hosts over before the crawl (crawl/repartition.py).
+        `url_fingerprints`: the crawl's URL fingerprints (crawl.partitioning), for a partition's URL set."""
         self.config = config
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -110,6 +120,7 @@ class CrawlEngine:
             on_host_activated=lambda host: self.prefetch.activated(host),
             partitions=peers.partitions if peers else 1,
             shared_warc_dir=shared_warc_dir,
+            url_fingerprints=url_fingerprints,
         )
         self.politeness, self.policy, self.frontier = parts.politeness, parts.policy, parts.frontier
         self.robots, self.robots_log = parts.robots, parts.robots_log
@@ -139,6 +150,8 @@ class CrawlEngine:
         self.router, self.links, self.recorder = wired.router, wired.links, wired.recorder
         self.robots_gate, self.handoff, self.prefetch = wired.robots_gate, wired.handoff, wired.prefetch
         self.resume_state, self.partition = wired.resume_state, wired.partition
+        self.resize = resize
+        self.draining = resize is not None and peers is not None and resize.draining(peers.index)
         self._low_water = 2 * config.concurrency  # below this many queued URLs the URL buffer is drained
         sinks = telemetry if telemetry is not None else [display_sink(live_progress)]
         self.telemetry = Telemetry([JsonLinesSink(self.out_dir / PROGRESS_FILE), *sinks])
@@ -150,6 +163,8 @@ class CrawlEngine:
         self.recovery: dict[str, Any] = {}
         if state is not None:
             self._resume(state)
+            if resize is None and self.resume_state.resize_unconfirmed:
+                self._queue_unconfirmed()
         else:
             self.ledger.reset()
         self.extensions.attach(self.stats.errors)  # the resumed crawl's counters, when resuming
@@ -190,6 +205,7 @@ class CrawlEngine:
         self.ledger.checkpoint(
             (
                 self.urlset.checkpoint,
+                self._checkpoint_pinned_urls,
                 self.content.checkpoint,
                 self.store.flush,
                 self.robots_log.sync,
@@ -198,6 +214,14 @@ class CrawlEngine:
             self.resume_state.capture,
             self.frontier.checkpoint,
         )
+
+    def _checkpoint_pinned_urls(self) -> None:
+        if self.links.pinned_urls is not None:
+            self.links.pinned_urls.checkpoint()
+
+    def _close_pinned_urls(self, *, checkpoint: bool) -> None:
+        if self.links.pinned_urls is not None:
+            self.links.pinned_urls.close(checkpoint=checkpoint)
 
     def _never_checkpointed(self) -> bool:
         """No checkpoint and no journal: the crawl was killed while it opened its state, before its
@@ -218,6 +242,14 @@ class CrawlEngine:
         }
         self.budget.set_used(self.stats.pages_fetched)
         self.stats.sections["recovery"] = self.recovery
+
+    def _queue_unconfirmed(self) -> None:
+        """URLs a resize's phase left untested (killed between its end and its last checkpoint): queued,
+        rather than lost; a few may be fetched twice."""
+        rows, self.resume_state.resize_unconfirmed = self.resume_state.resize_unconfirmed, []
+        entries = [FrontierEntry(url, depth, hops) for url, depth, hops in rows]
+        self.frontier.add_many(entries)
+        self.urlset.insert(np.fromiter((self.urlset.scheme.function(e.url) for e in entries), np.uint64, len(entries)))
 
     def _ledger_failed(self, exc: OSError) -> None:
         """The journal could not be written: what its lines recorded is lost to a resume (as in a
@@ -249,6 +281,31 @@ class CrawlEngine:
     def _send_soon(self) -> None:
         if self.partition is not None:
             self.partition.send_soon()
+
+    async def repartition(self) -> bool:
+        """A resize's phase instead of `connect`: hand over the hosts that are others' now, take in
+        ours, wait for every partition (crawl/repartition.py); True when the crawl may begin."""
+        assert self.partition is not None and self.router is not None and self.resize is not None
+        plan = HandoverPlan(
+            self.router.index, self.router.assignment, fingerprints=self.urlset.scheme, per_ip=self.config.per_ip
+        )
+        phase = Repartition(
+            self.resize, plan, peers=self.partition.peers, frontier=self.frontier, urlset=self.urlset,
+            links=self.links, url_filter=self.url_filter, robots_gate=self.robots_gate, router=self.router,
+            resume_state=self.resume_state,
+            checkpoint=self.checkpoint,
+        )  # fmt: skip
+        phase.begin()
+        self.partition.handover, self.partition.handover_acks = phase.receive, phase.acknowledged
+        await self.partition.connect(resend=False)
+        began = await phase.run()
+        self.partition.handover = self.partition.handover_acks = None
+        self.stats.sections["resize"] = {
+            "epoch": self.resize.epoch, "from": self.resize.previous, "to": self.resize.partitions,
+            "draining": self.draining, **phase.stats,
+        }  # fmt: skip
+        self.ledger.flush()
+        return began
 
     def snapshot(self) -> Snapshot:
         """The crawl as it stands: the counters (copied) and the gauges."""
@@ -316,6 +373,7 @@ class CrawlEngine:
             self.telemetry.close(self.snapshot())  # the last Snapshot, what stats.json says, to every sink
         for close in (
             functools.partial(self.urlset.close, checkpoint=committed),  # never ahead of the journal
+            functools.partial(self._close_pinned_urls, checkpoint=committed),
             self.content.close,
             self.store.close,
             self.robots_log.close,
@@ -366,6 +424,10 @@ class CrawlEngine:
                     if self.peers is not None and self.router is not None:  # idle: the cluster decides the end
                         self._send_batches()
                         self.peers.idle = not self.router.outbox.waiting
+                        if self.draining and self.peers.idle:  # a resize's leaving partition: all handed over
+                            self.stats.termination = "drained"
+                            self._stopping = True
+                            break
                         await self._idle_wait()
                         lease = self.frontier.acquire()
                         continue
@@ -414,7 +476,10 @@ class CrawlEngine:
         """
         frontier = self.frontier
         holding = frontier.active_hosts + frontier.parked_hosts
-        return sum(frontier.front_sizes()) == 0 and 0 < holding == len(self.robots_gate.parked)
+        parked = self.robots_gate.parked
+        if len(parked) > holding:  # a host whose URLs went elsewhere (a resize, a per-IP move) waits no more
+            self.robots_gate.parked = parked = {host for host in parked if frontier.holds(host)}
+        return sum(frontier.front_sizes()) == 0 and 0 < holding == len(parked)
 
     def _wait_cap(self, timeout: float | None) -> float:
         cap = self.config.progress_interval
@@ -547,7 +612,7 @@ class CrawlEngine:
                     self.links.sitemaps.discard(entry.url)
                 self._follow_up(self.recorder.record_sitemap(result, entry), entry)
             else:
-                recorded = self.recorder.record(result, entry, first=first, fingerprint=fingerprint)
+                recorded = await self._record(result, entry, first=first, fingerprint=fingerprint)
                 self._follow_up(recorded, entry)
                 if not decision.retry:
                     self.handoff.page_done(result, entry, recorded.page)
@@ -578,6 +643,19 @@ class CrawlEngine:
             self._release(lease, 0.0, put_back=lease.entry, retry_after=wait)
         else:
             self._release(lease, 0.0, contacted=False)
+
+    async def _record(
+        self, result: FetchResult, entry: FrontierEntry, *, first: Answer | None = None, fingerprint: int | None = None
+    ) -> Recorded:
+        """The recorder's verdict on a fetch; a new page's near-duplicate test asked of the partitions
+        owning its band keys when there are several (crawl/partition.py), in between."""
+        recorded = self.recorder.record(result, entry, first=first, fingerprint=fingerprint)
+        pending = recorded.near
+        if pending is None:
+            return recorded
+        assert self.partition is not None
+        match = await self.partition.near_match(result.url, result.started, pending.signature)
+        return self.recorder.record_near(pending, match)
 
     def _follow_up(self, recorded: Recorded, entry: FrontierEntry) -> None:
         """Hand on what recording a fetch decided: scope, sitemap files, links, the peers' settlement."""
@@ -610,7 +688,7 @@ class CrawlEngine:
             return
         result = await self.extensions.fetch(handler, entry.url)
         try:
-            recorded = self.recorder.record(result, entry)
+            recorded = await self._record(result, entry)
             self._follow_up(recorded, entry)
             self.handoff.page_done(result, entry, recorded.page)
         finally:

@@ -24,6 +24,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from crawlspace.crawl.ledger import Ledger
 from crawlspace.crawl.telemetry import CrawlStats
 from crawlspace.distributed.router import PartitionRouter
@@ -31,8 +33,8 @@ from crawlspace.frontier import Frontier, FrontierEntry
 from crawlspace.hooks.runtime import Extensions
 from crawlspace.policies import Outlink, PageContent
 from crawlspace.policies.base import OrderingPolicy
-from crawlspace.seen import UrlSet
-from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of, url_fingerprint
+from crawlspace.seen import RunStore, UrlSet
+from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of
 from crawlspace.urls.filter import Reason, UrlFilter
 
 
@@ -60,6 +62,7 @@ class LinkPipeline:
         urlset: UrlSet[FrontierEntry],
         frontier: Frontier,
         router: PartitionRouter | None,
+        pinned_urls: RunStore | None = None,
         ledger: Ledger,
         stats: CrawlStats,
         sitemap_max_files: int,
@@ -72,6 +75,8 @@ class LinkPipeline:
         self.extensions = extensions
         self.policy = policy
         self.urlset = urlset
+        self._fingerprint = urlset.scheme.function  # as the URL set's directory records
+        self.pinned_urls = pinned_urls
         self.frontier = frontier
         self.router = router
         self.ledger = ledger
@@ -196,10 +201,55 @@ class LinkPipeline:
             elif self.router.outbox.pending:
                 self._send_soon()
         self.ledger.submitted(entries)
-        buffered = self.urlset.submit_many([url_fingerprint(entry.url) for entry in entries], entries)
+        buffered = self.urlset.submit_many([self._fingerprint(entry.url) for entry in entries], entries)
         self.stats.duplicate_urls += len(entries) - buffered  # known to the URL set's cache
         if self.urlset.full:
             self.drain()
+
+    def submit_forwarded(self, entries: list[FrontierEntry]) -> int:
+        """URLs handed here for per-IP politeness (their hosts are pinned here now): their natural
+        owner's URL set let them through, so they are tested only against the URLs of pinned hosts
+        queued here (`pinned_urls`), never against the URL set, which may know a URL that is queued
+        elsewhere (after a resize it holds the whole crawl's history) and would drop it for good."""
+        if not entries or self.pinned_urls is None:
+            self.submit(entries, route=False)
+            return 0
+        fingerprints = np.fromiter((self._fingerprint(e.url) for e in entries), np.uint64, len(entries))
+        distinct, first = np.unique(fingerprints, return_index=True)
+        new = self.pinned_urls.test_and_set(distinct)
+        added = 0
+        for index in np.sort(first[new]).tolist():
+            entry = entries[index]
+            reason = self.url_filter.admission(entry, host_of(entry.url))
+            if reason is not None:
+                self.stats.filtered[reason] += 1
+                continue
+            self.frontier.add(entry)
+            self.ledger.admitted(entry)
+            added += 1
+        self.urlset.insert(distinct[new])  # seen here from now on: a link to it found here is a repeat
+        self.stats.urls_discovered += added
+        self.stats.duplicate_urls += len(entries) - added
+        self._wake()
+        return added
+
+    def _note_pinned(self, entries: list[FrontierEntry]) -> None:
+        """Admitted URLs of hosts another partition owns by the assignment (pinned here, or sent here
+        for a host about to be: the owner of its address): a forward of one of them is a repeat."""
+        router = self.router
+        if self.pinned_urls is None or router is None or router.assignment.partitions == 1:
+            return
+        owner, index = router.assignment.owner, router.index
+        foreign = [self._fingerprint(e.url) for e in entries if owner(host_of(e.url)) != index]
+        if foreign:
+            self.pinned_urls.test_and_set(np.unique(np.array(foreign, np.uint64)))
+
+    def reset_pinned(self) -> None:
+        """No host is pinned here any more (a resize dropped the old assignment's per-IP decisions)."""
+        if self.pinned_urls is not None:
+            directory, limit = self.pinned_urls.directory, self.pinned_urls.memtable_limit
+            self.pinned_urls.close(checkpoint=False)
+            self.pinned_urls = RunStore(directory, memtable_limit=limit, reset=True)
 
     # -- out ------------------------------------------------------------------------------------
 
@@ -228,6 +278,7 @@ class LinkPipeline:
         if self._observes_pages:  # every URL submitted so far is placed or known: the policy forgets its notes
             self.policy.settled()
             self._requeue()
+        self._note_pinned(new)
         self.stats.urls_discovered += added
         self.stats.duplicate_urls += pending - len(new)
         self.ledger.flush()
@@ -285,8 +336,9 @@ class LinkPipeline:
         """The URL set may know the replayed admissions already (it can be ahead of the checkpoint):
         make sure it does; what was submitted after the last drain is submitted again."""
         admitted, self._replay_admitted = self._replay_admitted, []
+        self._note_pinned(admitted)
         if admitted:
-            self.urlset.submit_many([url_fingerprint(entry.url) for entry in admitted], admitted)
+            self.urlset.submit_many([self._fingerprint(entry.url) for entry in admitted], admitted)
             self.urlset.drain()
         pending, self._replay_pending = self._replay_pending, []
         if pending:

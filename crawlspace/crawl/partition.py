@@ -3,7 +3,9 @@
 `PartitionInbox` is the `Inbox` (distributed.protocols) the transport delivers to: URL batches for
 this partition's hosts go into the link pipeline and are acknowledged once journaled; the
 acknowledgements of this partition's own batches let the router forget them; content claims on
-the fingerprints this partition owns are answered from its content set. It also sends: the
+the fingerprints this partition owns, and near-duplicate questions on the LSH band keys it owns,
+are answered from its content set. It asks the others the near-duplicate questions of its own
+pages (`near_match`, distributed.nearclaims). It also sends: the
 router's open batches leave only after the journal write that holds their URLs (X lines), and a
 leased URL whose host now belongs to another partition (per-IP politeness) is handed over.
 """
@@ -11,15 +13,20 @@ leased URL whose host now belongs to another partition (per-IP politeness) is ha
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 from crawlspace.crawl.ledger import Ledger
 from crawlspace.crawl.links import LinkPipeline
+from crawlspace.crawl.telemetry import CrawlStats
 from crawlspace.distributed.claims import Answer
+from crawlspace.distributed.nearclaims import NearMatch, NearQuestion, answer_near, best_match, near_questions
 from crawlspace.distributed.protocols import Peers
+from crawlspace.distributed.resize import Part
 from crawlspace.distributed.router import PartitionRouter
 from crawlspace.frontier import FrontierEntry
 from crawlspace.seen import ContentSeen
+from crawlspace.seen.shingles import SigArray
 
 SEND_INTERVAL = 0.02  # an open batch is cut and sent this long after its first URL (a full one at once)
 
@@ -33,6 +40,7 @@ class PartitionInbox:
         links: LinkPipeline,
         ledger: Ledger,
         content: ContentSeen,
+        stats: CrawlStats,
         wake: Callable[[], None],
         stop: Callable[[str], None],
     ) -> None:
@@ -41,18 +49,22 @@ class PartitionInbox:
         self._links = links
         self._ledger = ledger
         self._content = content
+        self._stats = stats
         self._wake = wake
         self._stop = stop
         self._open = asyncio.Event()  # a batch has URLs: the sender's timer runs
+        self.handover: Callable[[int, int, Part], bool] | None = None  # a resize's phase (crawl/repartition.py)
+        self.handover_acks: Callable[[int, int], None] | None = None
 
     def __repr__(self) -> str:
         return f"PartitionInbox({self.peers!r}, {self.router!r})"
 
-    async def connect(self) -> None:
+    async def connect(self, *, resend: bool = True) -> None:
         """Start the transport; after a resume, every batch the others never acknowledged goes out
-        again (they drop repeats)."""
+        again (they drop repeats); not in a resize's phase, whose end sends them under the new assignment."""
         await self.peers.start(self)
-        self.peers.transmit(self.router.unacknowledged)
+        if resend:
+            self.peers.transmit(self.router.unacknowledged)
 
     def send_batches(self) -> None:
         """Cut the open batches and send them once the journal holds their URLs: never unjournaled."""
@@ -81,13 +93,25 @@ class PartitionInbox:
         (journaled done), then sends."""
         self.router.hand_over(entry, owner)
 
+    async def near_match(self, url: str, fetched_at: float, signature: SigArray) -> NearMatch | None:
+        """The most similar page asked about before this one, over the partitions owning its band keys;
+        an owner that does not answer in time is counted (`near_duplicate_unanswered`) and passed over."""
+        partitions = self.peers.partitions
+        questions = near_questions(url, fetched_at, time.time(), signature, self._content.rows, partitions)
+        self._stats.near_duplicate_questions += len(questions) - (self.peers.index in questions)
+        answers = await self.peers.ask_near(questions)
+        self._stats.near_duplicate_unanswered += len(questions) - len(answers)
+        return best_match(answers)
+
     # -- the Inbox ----------------------------------------------------------------------------
 
     def receive_urls(self, entries: list[FrontierEntry], *, forwarded: bool = False) -> bool:
         self.peers.idle = False
         if forwarded:
             self.router.pin(entries)
-        self._links.submit(entries, route=False)  # the sender chose this partition
+            self._links.submit_forwarded(entries)
+        else:
+            self._links.submit(entries, route=False)  # the sender chose this partition
         journaled = self._ledger.flush()
         self._wake()
         return journaled
@@ -102,5 +126,15 @@ class PartitionInbox:
     def release_first(self, body_fingerprint: int, url: str) -> None:
         self._content.release_first(body_fingerprint, url)
 
+    def answer_near(self, question: NearQuestion) -> NearMatch | None:
+        return answer_near(self._content, question, self._content.near_threshold)
+
     def stop(self, reason: str) -> None:
         self._stop(reason)
+
+    def receive_handover(self, sender: int, number: int, part: Part) -> bool:
+        return self.handover is not None and self.handover(sender, number, part)
+
+    def handover_acknowledged(self, peer: int, number: int) -> None:
+        if self.handover_acks is not None:
+            self.handover_acks(peer, number)

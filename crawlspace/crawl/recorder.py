@@ -12,6 +12,11 @@ The middle of IIR fig. 20.1 (parse, content seen?) and the store beside it. For 
   redirect, its Location are returned as `Links` for the link pipeline: the recorder decides what
   a page leads to, it does not send anything anywhere.
 
+In a crawl of several partitions the near-duplicate test is the partitions' together (the owners
+of a page's LSH band keys answer: distributed.nearclaims), so recording a parsed new page is two
+steps around the engine's question: `record` stops at the page's signature (`Recorded.near`), and
+`record_near` finishes with the answer; the decisions are those of one process.
+
 The original an exact duplicate refers to is always a stored response: a near-duplicate that is
 not stored (`store_near_duplicates` off) gives up being its body's first URL (the peers hear of it
 through `Recorded.settle`), and its exact copies are then tested as it was, as near-duplicates.
@@ -26,12 +31,15 @@ from crawlspace.crawl.ledger import Ledger
 from crawlspace.crawl.links import Links
 from crawlspace.crawl.telemetry import CrawlStats
 from crawlspace.distributed.claims import Answer
+from crawlspace.distributed.nearclaims import NearMatch
 from crawlspace.fetch import FetchResult, Outcome
 from crawlspace.frontier import FrontierEntry
 from crawlspace.parse import ParsedPage, parse_html
 from crawlspace.parse.sitemap import SitemapKind, parse_sitemap
 from crawlspace.policies import PageContent
-from crawlspace.seen import ContentKind, ContentSeen
+from crawlspace.seen import ContentKind, ContentSeen, ContentVerdict
+from crawlspace.seen.content import NEW
+from crawlspace.seen.shingles import SigArray
 from crawlspace.store import PageStore
 from crawlspace.urls import InvalidURL, Normalizer
 
@@ -40,6 +48,25 @@ def header_values(result: FetchResult, name: str) -> list[str]:
     """Every value of a response header that may repeat (X-Robots-Tag, Link)."""
     lowered = name.lower()
     return [value for key, value in result.headers if key.lower() == lowered]
+
+
+@dataclass(frozen=True, slots=True)
+class PageInHand:
+    """A 2xx response past the exact test: what storing it and handing on its links need."""
+
+    result: FetchResult
+    entry: FrontierEntry
+    first: Answer | None  # the crawl's first URL with this body, from its owner (several partitions)
+    fingerprint: int
+    page: ParsedPage | None  # its parse, if of a parsed type
+
+
+@dataclass(frozen=True, slots=True)
+class NearPending:
+    """A parsed new page waiting for the partitions' near-duplicate answer (`FetchRecorder.record_near`)."""
+
+    held: PageInHand
+    signature: SigArray
 
 
 @dataclass(slots=True)
@@ -51,6 +78,7 @@ class Recorded:
     sitemap_files: list[str] = field(default_factory=list)  # sitemap files to queue (from a sitemap index)
     widen_scope: str | None = None  # a seed's redirect Location: the scope grows to its target
     settle: tuple[int, bool] | None = None  # (body fingerprint, stored): tell the peers, copies may wait
+    near: NearPending | None = None  # several partitions: nothing recorded yet but the exact test; ask them
 
 
 class FetchRecorder:
@@ -64,6 +92,7 @@ class FetchRecorder:
         ledger: Ledger,
         stats: CrawlStats,
         policy_reads_pages: bool,
+        partitions: int = 1,
     ) -> None:
         self.config = config
         self.store = store
@@ -72,6 +101,7 @@ class FetchRecorder:
         self.ledger = ledger
         self.stats = stats
         self._policy_reads_pages = policy_reads_pages
+        self._near_asked = partitions > 1  # the near-duplicate test is the partitions' together
         self._parsed_types = frozenset(config.parse_content_types) | {""}  # no Content-Type: sniffed as HTML
 
     def __repr__(self) -> str:
@@ -115,7 +145,9 @@ class FetchRecorder:
 
         `first`: in a crawl of several partitions, the URL that had this body first in the crawl and
         its fetch time, as the partition owning the body's fingerprint answered (distributed.claims);
-        `fingerprint`: that fingerprint (`payload_fingerprint`, which reads a spilled body's file)."""
+        `fingerprint`: that fingerprint (`payload_fingerprint`, which reads a spilled body's file).
+        With several partitions, a parsed new page comes back with `near` set and nothing else: the
+        caller asks the partitions and finishes with `record_near`."""
         self.count_fetch(result)
         if not result.status:
             self.store.record(result, depth=entry.depth)
@@ -148,25 +180,48 @@ class FetchRecorder:
             self.store.record_duplicate(result, of_url, of_time, fingerprint=fingerprint, depth=entry.depth)
             return Recorded()
         page = self.parse(result, result.content(config.max_body_bytes)) if self.parseable(result) else None
-        stored = True
+        held = PageInHand(result, entry, first, fingerprint, page)
         if verdict.kind is ContentKind.UNCHANGED:  # this URL's own last body: a revisit, links followed
             assert of_time is not None
             self.store.record_duplicate(result, result.url, of_time, fingerprint=fingerprint, depth=entry.depth)
-        else:
-            if page is not None:
-                verdict = self.content.check_near(result.url, page.raw_text)  # words only: no need to collapse
-                if verdict.kind is ContentKind.NEAR:  # the relation is kept in DIR/seen/content
-                    stats.near_duplicate_content += 1
-                    stored = config.store_near_duplicates
-            if stored:
-                self.store.record(result, page=page, fingerprint=fingerprint, depth=entry.depth)
-            else:
-                self.content.release_first(fingerprint, result.url)
-        recorded = Recorded(page=page)
-        if first is not None and first[0] == result.url and not config.store_near_duplicates:
-            recorded.settle = (fingerprint, stored)  # copies of it may wait for this
+            return self._recorded(held, stored=True)
         if page is not None:
-            recorded.links = self._links_of(page, result, entry)
+            if self._near_asked:
+                signature = self.content.shingler.signature(page.raw_text)  # words only: no need to collapse
+                if signature is not None:
+                    return Recorded(page=page, near=NearPending(held, signature))
+                verdict = NEW
+            else:
+                verdict = self.content.check_near(result.url, page.raw_text)
+        return self._store_new(held, verdict)
+
+    def record_near(self, pending: NearPending, match: NearMatch | None) -> Recorded:
+        """Finish recording a page `record` left at its signature, with the partitions' best candidate."""
+        near = match is not None and match.similarity >= self.content.near_threshold
+        found = (match.url, match.fetched_at, match.similarity) if match is not None and near else None
+        return self._store_new(pending.held, self.content.record_near(pending.held.result.url, found))
+
+    def _store_new(self, held: PageInHand, verdict: ContentVerdict) -> Recorded:
+        """Store a page whose content is new to the exact test: in full, unless it is a near-duplicate
+        the crawl does not keep (its body then gives up being the first of its exact copies)."""
+        stored = True
+        if verdict.kind is ContentKind.NEAR:  # the relation is kept in DIR/seen/content
+            self.stats.near_duplicate_content += 1
+            stored = self.config.store_near_duplicates
+        result = held.result
+        if stored:
+            self.store.record(result, page=held.page, fingerprint=held.fingerprint, depth=held.entry.depth)
+        else:
+            self.content.release_first(held.fingerprint, result.url)
+        return self._recorded(held, stored=stored)
+
+    def _recorded(self, held: PageInHand, *, stored: bool) -> Recorded:
+        recorded = Recorded(page=held.page)
+        first = held.first
+        if first is not None and first[0] == held.result.url and not self.config.store_near_duplicates:
+            recorded.settle = (held.fingerprint, stored)  # copies of it may wait for this
+        if held.page is not None:
+            recorded.links = self._links_of(held.page, held.result, held.entry)
         return recorded
 
     def _links_of(self, page: ParsedPage, result: FetchResult, entry: FrontierEntry) -> Links | None:

@@ -42,6 +42,9 @@ class ResumeState:
         self.router = router
         self.done: set[int] = set()  # finished URLs the restored frontier may still hand out once
         self.attempts: dict[str, int] = {}  # URL -> failed attempts, while a retry is pending
+        self.resize_started = 0  # epochs of the last resize whose phase began / ended here (repartition.py)
+        self.resize_handed = 0
+        self.resize_unconfirmed: list[tuple[str, int, int]] = []
 
     def __repr__(self) -> str:
         return f"ResumeState({len(self.done)} done since the checkpoint, {len(self.attempts)} retries pending)"
@@ -62,6 +65,9 @@ class ResumeState:
             next_batch=next_batch,
             moved=moved,
             pinned=pinned,
+            resize_started=self.resize_started,
+            resize_handed=self.resize_handed,
+            resize_unconfirmed=list(self.resize_unconfirmed),
         )
 
     def restore(self, state: CrawlState, ledger: Ledger) -> dict[str, Any]:
@@ -70,6 +76,8 @@ class ResumeState:
         self.url_filter.restore(state.seeds, state.filter_hosts)
         self.done = set(state.done)
         self.attempts = dict(state.attempts)
+        self.resize_started, self.resize_handed = state.resize_started, state.resize_handed
+        self.resize_unconfirmed = [(str(url), int(depth), int(hops)) for url, depth, hops in state.resize_unconfirmed]
         self.links.sitemaps = set(state.sitemaps)
         self.links.sitemap_files = Counter(state.sitemap_files)
         self.robots_gate.parked = set(state.robots_waiting)

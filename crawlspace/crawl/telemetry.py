@@ -162,6 +162,10 @@ class CrawlStats:
     duplicate_urls: Annotated[int, Merge.SUM] = 0
     duplicate_content: Annotated[int, Merge.SUM] = 0
     near_duplicate_content: Annotated[int, Merge.SUM] = 0
+    # near-duplicate questions to other partitions owning a page's band keys (one answer each comes back)
+    near_duplicate_questions: Annotated[int, Merge.SUM] = 0
+    # near-duplicate questions an owner of band keys did not answer in time: the page was taken as new there
+    near_duplicate_unanswered: Annotated[int, Merge.SUM] = 0
     links_extracted: Annotated[int, Merge.SUM] = 0
     links_dropped: Annotated[int, Merge.SUM] = 0  # beyond max_links_per_page
     nofollow_links: Annotated[int, Merge.SUM] = 0
@@ -239,6 +243,8 @@ class CrawlStats:
             "duplicate_urls": self.duplicate_urls,
             "duplicate_content": self.duplicate_content,
             "near_duplicate_content": self.near_duplicate_content,
+            "near_duplicate_questions": self.near_duplicate_questions,
+            "near_duplicate_unanswered": self.near_duplicate_unanswered,
             "links_extracted": self.links_extracted,
             "links_dropped": self.links_dropped,
             "nofollow_links": self.nofollow_links,

@@ -14,6 +14,9 @@ relays Ctrl-C and SIGTERM as stop messages, decides the end of the crawl over ro
 progress display and `Crawler.stats`, and their last ones into DIR/stats.json at the end. A page
 budget (`max_pages`) is one shared counter (distributed.budget). Resuming restarts the same N
 workers, each from its own checkpoint and journal; their unacknowledged batches are sent again.
+Resuming with another number M (crawl.partitioning) starts max(N, M) workers for a handover phase
+first (distributed.resize, crawl/repartition.py): the coordinator waits until each has said `handed`,
+records the resize as done, and lets the crawl begin (`resized`); workers M and up then end.
 Per-IP politeness holds within a partition: hosts on one address are handed to the partition
 owning the address (see docs/architecture.md).
 """
@@ -35,7 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from crawlspace.config import CrawlConfig
+from crawlspace.crawl import partitioning as layout
 from crawlspace.crawl.checkpoint import STARTUP_ERRORS, report_recovery
+from crawlspace.crawl.partitioning import Partitioning
 from crawlspace.crawl.telemetry import (
     PROGRESS_FILE,
     CrawlStats,
@@ -51,6 +56,7 @@ from crawlspace.distributed.budget import PageBudget
 from crawlspace.distributed.channel import Channel, ChannelClosed
 from crawlspace.distributed.socketmesh import SocketMesh
 from crawlspace.distributed.termination import ProbeAnswer, crawl_over, settled
+from crawlspace.frontier.store import PREVIOUS_STATE_NAME, STATE_NAME
 from crawlspace.store.pagestore import WARC_DIR
 from crawlspace.store.shards import WORKERS_DIR
 from crawlspace.store.warc import WarcWriter
@@ -64,6 +70,13 @@ class WorkerStartupError(Exception):
 
 def worker_directory(crawl_dir: Path, index: int) -> Path:
     return crawl_dir / WORKERS_DIR / str(index)
+
+
+def has_state(directory: Path) -> bool:
+    """Has this partition ever committed a checkpoint? (A partition new in a resize has not, until
+    its first one.)"""
+    frontier = directory / "frontier"
+    return (frontier / STATE_NAME).exists() or (frontier / PREVIOUS_STATE_NAME).exists()
 
 
 @dataclass(frozen=True)
@@ -93,6 +106,7 @@ class WorkerSpec:
     peer_sockets: dict[int, socket.socket]
     control_socket: socket.socket
     pages: Any  # the shared page counter
+    partitioning: Partitioning
     unstarted_seeds: list[str] | None = None
     foreign_sockets: list[socket.socket] = field(default_factory=list)  # inherited by a fork, not ours
 
@@ -112,7 +126,7 @@ def _worker_main(spec: WorkerSpec) -> None:
     async def run() -> None:
         mesh = SocketMesh(
             spec.index,
-            spec.count,
+            spec.partitioning.partitions,
             spec.peer_sockets,
             spec.control_socket,
             hold_until_settled=not spec.config.store_near_duplicates,
@@ -130,6 +144,9 @@ def _worker_main(spec: WorkerSpec) -> None:
                 shared_warc_dir=spec.crawl_dir / WARC_DIR,
                 budget=budget,
                 handle_signals=False,
+                assignment=spec.partitioning.make_assignment(),
+                resize=spec.partitioning.resize,
+                url_fingerprints=spec.partitioning.fingerprints,
             )
         except STARTUP_ERRORS as exc:  # told to the coordinator, which ends the crawl with this message
             await mesh.ready(str(exc))
@@ -139,7 +156,10 @@ def _worker_main(spec: WorkerSpec) -> None:
             return
         if spec.resume:
             report_recovery(directory, engine.recovery)
-        await engine.connect()
+        if spec.partitioning.resize is not None:
+            await engine.repartition()  # stopped meanwhile: the run below only checkpoints and ends
+        else:
+            await engine.connect()
         if spec.seeds:
             engine.add_seeds(spec.seeds)
         try:
@@ -190,13 +210,17 @@ class ParallelCrawl:
         unstarted_seeds: list[str] | None = None,
         telemetry: Sequence[TelemetrySink] | None = None,
         invalid_seeds: int = 0,
+        partitioning: Partitioning | None = None,
     ) -> None:
         """`telemetry`: where the merged progress goes besides DIR/progress.jsonl (None: the terminal, as
-        for one process); `invalid_seeds`: seeds the caller dropped, counted in the crawl's stats."""
+        for one process); `invalid_seeds`: seeds the caller dropped, counted in the crawl's stats;
+        `partitioning`: how the hosts are split (crawl.partitioning; None: a new crawl's rule), a
+        resize when it differs from the directory's."""
         self.config = config
         self.crawl_dir = crawl_dir
         self.seeds = seeds
-        self.processes = processes
+        self.partitioning = partitioning or Partitioning(processes)
+        self.processes = self.partitioning.workers
         self.resume = resume
         self.unstarted_seeds = unstarted_seeds  # a resumed partition killed before its first checkpoint
         self.invalid_seeds = invalid_seeds
@@ -209,6 +233,8 @@ class ParallelCrawl:
         self._stop_requested = False
         self.fatal: list[str] = []  # workers that could not start, and why
         self._ready: set[int] = set()
+        self._handed: set[int] = set()  # workers done with a resize's handover
+        self._drained: set[int] = set()  # workers leaving in a resize that have ended
 
     @property
     def stats(self) -> CrawlStats | None:
@@ -230,8 +256,10 @@ class ParallelCrawl:
         crawl_dir = self.crawl_dir
         (crawl_dir / WORKERS_DIR).mkdir(parents=True, exist_ok=True)
         WarcWriter.recover(crawl_dir / WARC_DIR)  # once for all workers: they share the directory
+        layout.write(crawl_dir, self.partitioning)  # a resize is recorded before any worker starts
         pages = context.Value("q", 0)  # a resumed worker adds the pages its checkpoint counted
         n = self.processes
+        resizing = self.partitioning.resize is not None
         pairs = {(a, b): socket.socketpair() for a in range(n) for b in range(a + 1, n)}
         controls = [socket.socketpair() for _ in range(n)]
         workers = []
@@ -244,9 +272,10 @@ class ParallelCrawl:
                     peers[a] = sb
             mine = {id(sock) for sock in [*peers.values(), controls[k][1]]}
             everything = [sock for pair in [*pairs.values(), *controls] for sock in pair]
+            resume = self.resume and (not resizing or has_state(worker_directory(crawl_dir, k)))
             spec = WorkerSpec(
-                k, n, crawl_dir, self.config, self.seeds, self.resume, peers, controls[k][1], pages,
-                self.unstarted_seeds,
+                k, n, crawl_dir, self.config, self.seeds, resume, peers, controls[k][1], pages,
+                self.partitioning, self.unstarted_seeds if resume or not resizing else None,
                 [sock for sock in everything if id(sock) not in mine] if method == "fork" else [],
             )  # fmt: skip
             process = context.Process(target=_worker_main, args=(spec,), name=f"crawlspace-worker-{k}")
@@ -335,9 +364,10 @@ class ParallelCrawl:
                 if self.reports and time.monotonic() - published >= self.config.progress_interval:
                     self.telemetry.publish(self._merged_report())
                     published = time.monotonic()
-                answers = probes.pop(round_number, {})
-                if self._stop_reason is None and len(answers) == len(channels):
-                    if crawl_over(previous, answers, len(channels)):
+                answers = {k: a for k, a in probes.pop(round_number, {}).items() if k not in self._drained}
+                expected = len(channels) - len(self._drained)
+                if self._stop_reason is None and len(answers) == expected and self.partitioning.resize is None:
+                    if crawl_over(previous, answers, expected):
                         self._stop_all("frontier-empty")
                     previous = answers if settled(answers) else None
                 for old in [number for number in probes if number < round_number]:
@@ -365,9 +395,17 @@ class ParallelCrawl:
             elif message[0] == "fatal":
                 self.fatal.append(str(message[2]))
             elif message[0] == "ended":
-                if self._stop_reason is None:  # it stopped by itself: the others follow, for the same reason
+                if str(message[2]) == "drained":  # a partition leaving in a resize, all handed over
+                    self._drained.add(index)
+                elif self._stop_reason is None:  # it stopped by itself: the others follow, for the same reason
                     self._stop_all(str(message[2]))
                 return  # its last message
+            elif message[0] == "handed":
+                self._handed.add(index)
+                if len(self._handed) == len(self._channels) and self.partitioning.resize is not None:
+                    self.partitioning = self.partitioning.resized()
+                    layout.write(self.crawl_dir, self.partitioning)  # the phase is over, for good
+                    self._broadcast(["resized"])
             elif message[0] == "ready":
                 self._ready.add(index)
 

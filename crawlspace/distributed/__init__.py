@@ -8,8 +8,13 @@ before duplicate elimination (IIR exercise 20.2): the owner's URL set decides. B
 delivered at least once: the sender journals each batch and forgets it only when the owner
 acknowledges having journaled its URLs; after a crash the unacknowledged batches are sent again,
 and the owner's URL set drops the repeats. Exact-duplicate content is partitioned by fingerprint
-value: the owner of `fp mod N` answers "which URL had it first?" (`claims`). The end of the crawl
+value: the owner of `fp mod N` answers "which URL had it first?" (`claims`); near-duplicates by
+LSH band key: the owners of a page's band keys answer "anything similar asked before?"
+(`nearclaims`), each from its share of the band table. The end of the crawl
 is decided by the four-counter test (`termination`), the page budget is shared (`budget`).
+
+A crawl resumed with another number of partitions re-partitions its hosts first (`resize`: who
+hands what to whom, in parts acknowledged once durable; the engine's side is crawl/repartition.py).
 
 The engine sees the other partitions only through `protocols.Peers`, and offers them its
 `protocols.Inbox`; `socketmesh` implements them over socketpairs between the processes of one
@@ -17,7 +22,12 @@ machine (`--processes`), `channel` frames the messages. A transport between mach
 the same two protocols.
 """
 
-from crawlspace.distributed.assignment import Assignment, ModuloAssignment, RendezvousAssignment
+from crawlspace.distributed.assignment import (
+    Assignment,
+    HostBucketAssignment,
+    ModuloAssignment,
+    RendezvousAssignment,
+)
 from crawlspace.distributed.protocols import Inbox, Peers
 from crawlspace.distributed.router import PartitionRouter
 from crawlspace.distributed.splitter import Batch, Outbox
@@ -25,6 +35,7 @@ from crawlspace.distributed.splitter import Batch, Outbox
 __all__ = [
     "Assignment",
     "Batch",
+    "HostBucketAssignment",
     "Inbox",
     "ModuloAssignment",
     "Outbox",

@@ -5,15 +5,19 @@ partition for itself, and hands them to the worker processes. Messages (distribu
 
 - partition -> partition: `urls`/`fwd` batches (forwarded: hosts handed over for per-IP
   politeness), `ack` once the receiver journaled one; `cq` content questions to the fingerprint's
-  owner, `ca` answers, `cs` a first URL settled (distributed.claims).
+  owner, `ca` answers, `cs` a first URL settled (distributed.claims); `nq` a near-duplicate
+  question to an owner of some of a page's LSH band keys, `na` its answer (distributed.nearclaims).
 - partition -> coordinator: `ready`/`fatal` at start (no partition crawls unless all could open
   their state), `report` its telemetry at the engine's cadence, `probe` answers (idle, sent, received) for the
   termination test, `ended` when its engine stopped by itself.
 - coordinator -> partition: `go`/`stop` at start, `probe`, `stop`.
+- a resize (distributed.resize): `hand` parts partition -> new owner, `hack` once the receiver made
+  one durable; `handed` partition -> coordinator when all of its parts are acknowledged, `resized`
+  coordinator -> partitions when all have said so (the crawl begins).
 
 A peer whose channel closed is gone: questions to it are answered None at once (the engine then
-decides locally), batches to it are dropped (the coordinator, seeing the process gone, ends the
-crawl; a resume sends them again).
+decides locally; a near-duplicate question counts as unanswered), batches to it are dropped (the
+coordinator, seeing the process gone, ends the crawl; a resume sends them again).
 """
 
 from __future__ import annotations
@@ -21,17 +25,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import socket
 from typing import Any
 
 from crawlspace.distributed.assignment import content_owner
 from crawlspace.distributed.channel import Channel, ChannelClosed
 from crawlspace.distributed.claims import Answer, ContentClaims
+from crawlspace.distributed.nearclaims import NearMatch, NearQuestion, NearQuestionError
 from crawlspace.distributed.protocols import Inbox
+from crawlspace.distributed.resize import HandoverError, Part, decode_part, encode_part
 from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier.entry import FrontierEntry
 
 QUERY_TIMEOUT = 10.0
+
+log = logging.getLogger("crawlspace")
 
 
 class SocketMesh:
@@ -45,6 +54,7 @@ class SocketMesh:
         control_socket: socket.socket,
         *,
         hold_until_settled: bool = False,
+        query_timeout: float = QUERY_TIMEOUT,
     ) -> None:
         self.index = index
         self.partitions = partitions
@@ -57,11 +67,15 @@ class SocketMesh:
         self._peers: dict[int, Channel] = {}
         self._control: Channel | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._query_timeout = query_timeout
         self._queries: dict[int, tuple[int, asyncio.Future[Answer | None]]] = {}
+        self._near_queries: dict[int, tuple[int, asyncio.Future[NearMatch | None]]] = {}
         self._gone: set[int] = set()  # peers whose channel closed
         self._numbers = itertools.count(1)
         self._inbox: Inbox | None = None
         self._claims: ContentClaims | None = None
+        self.malformed_handovers = 0
+        self._repartitioned: asyncio.Future[bool] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -87,6 +101,7 @@ class SocketMesh:
 
     async def start(self, inbox: Inbox) -> None:
         self._inbox = inbox
+        self._repartitioned = asyncio.get_running_loop().create_future()  # a stop may come before the barrier
         self._claims = ContentClaims(inbox, hold_until_settled=self._hold)
         for peer, sock in self._peer_sockets.items():
             self._peers[peer] = await Channel.over(sock)
@@ -117,6 +132,34 @@ class SocketMesh:
         with contextlib.suppress(ChannelClosed):  # the peer is gone: the coordinator ends the crawl
             self._peers[peer].send(message)
 
+    # -- a resize's handover ---------------------------------------------------------------------
+
+    def transmit_handover(self, peer: int, number: int, part: Part) -> None:
+        self._send(peer, ["hand", self.index, number, encode_part(part)])
+
+    async def repartitioned(self) -> bool:
+        if self._control is None or self._repartitioned is None:
+            return True
+        with contextlib.suppress(ChannelClosed):
+            self._control.send(["handed", self.index])
+        return await self._repartitioned
+
+    def _end_repartition(self, begin: bool) -> None:
+        if self._repartitioned is not None and not self._repartitioned.done():
+            self._repartitioned.set_result(begin)
+
+    def _handover(self, inbox: Inbox, message: list[Any]) -> None:
+        _, sender, number, data = message
+        try:
+            part = decode_part(bytes(data))
+        except (HandoverError, TypeError) as exc:
+            self.malformed_handovers += 1
+            if self.malformed_handovers == 1:
+                log.warning("partition %d: a handover part from %s skipped: %s", self.index, sender, exc)
+            return
+        if inbox.receive_handover(int(sender), int(number), part):  # durable: acknowledge it
+            self._send(int(sender), ["hack", self.index, int(number)])
+
     # -- exact duplicates, partitioned by fingerprint -------------------------------------------
 
     async def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer | None:
@@ -134,7 +177,7 @@ class SocketMesh:
         if owner != self.index:
             self._send(owner, ["cq", self.index, number, body_fingerprint, url, fetched_at])
         try:
-            return await asyncio.wait_for(future, timeout=QUERY_TIMEOUT)
+            return await asyncio.wait_for(future, timeout=self._query_timeout)
         except TimeoutError:
             return None
         finally:
@@ -160,6 +203,57 @@ class SocketMesh:
         if query is not None and not query[1].done():
             query[1].set_result(first)
 
+    # -- near duplicates, partitioned by LSH band key --------------------------------------------
+
+    async def ask_near(self, questions: dict[int, NearQuestion]) -> dict[int, NearMatch | None]:
+        assert self._inbox is not None, "ask_near before start"
+        waiting: dict[int, tuple[int, asyncio.Future[NearMatch | None]]] = {}
+        loop = asyncio.get_running_loop()
+        for owner, question in questions.items():
+            if owner == self.index or owner in self._gone:
+                continue
+            number = next(self._numbers)
+            future: asyncio.Future[NearMatch | None] = loop.create_future()
+            waiting[owner] = (number, future)
+            self._near_queries[number] = (owner, future)
+            self._send(owner, ["nq", self.index, number, *_near_question_fields(question)])
+        answers: dict[int, NearMatch | None] = {}
+        if self.index in questions:  # while the others look theirs up
+            answers[self.index] = self._inbox.answer_near(questions[self.index])
+        if waiting:
+            try:
+                await asyncio.wait([future for _, future in waiting.values()], timeout=self._query_timeout)
+            finally:
+                for number, _ in waiting.values():
+                    self._near_queries.pop(number, None)
+            for owner, (_, future) in waiting.items():
+                if future.done() and not future.cancelled():
+                    answers[owner] = future.result()
+        return answers
+
+    def _answer_near(self, fields: list[Any]) -> None:
+        assert self._inbox is not None
+        try:
+            sender, number = int(fields[0]), int(fields[1])
+            question = _near_question(fields[2:])
+        except (NearQuestionError, TypeError, ValueError, IndexError):
+            return  # unanswered: the asker counts it and treats the page as new here
+        if sender not in self._peers:
+            return
+        match = self._inbox.answer_near(question)
+        self._send(sender, ["na", number, None if match is None else [match.url, match.fetched_at, match.similarity]])
+
+    def _near_answered(self, fields: list[Any]) -> None:
+        try:
+            number, found = fields
+            query = self._near_queries.get(number)
+            if query is None or query[1].done():
+                return  # late: the asker stopped waiting
+            match = None if found is None else NearMatch(str(found[0]), float(found[1]), float(found[2]))
+        except (TypeError, ValueError, IndexError):
+            return  # malformed: as if unanswered
+        query[1].set_result(match)
+
     # -- listening ---------------------------------------------------------------------------
 
     async def _listen_peer(self, peer: int) -> None:
@@ -174,6 +268,9 @@ class SocketMesh:
                 for owner, future in list(self._queries.values()):
                     if owner == peer and not future.done():
                         future.set_result(None)
+                for owner, near in list(self._near_queries.values()):
+                    if owner == peer and not near.done():
+                        near.cancel()  # unanswered, not "nothing similar"
                 return
             kind = message[0]
             if kind in ("urls", "fwd"):
@@ -193,11 +290,20 @@ class SocketMesh:
             elif kind == "cs":
                 _, fingerprint, url, stored = message
                 self._settled(int(fingerprint), str(url), bool(stored))
+            elif kind == "nq":
+                self._answer_near(message[1:])
+            elif kind == "na":
+                self._near_answered(message[1:])
             elif kind == "ca":
                 _, number, first = message
                 query = self._queries.get(int(number))
                 if query is not None and not query[1].done():
                     query[1].set_result((str(first[0]), float(first[1])))
+            elif kind == "hand":
+                self._handover(inbox, message)
+            elif kind == "hack":
+                _, sender, number = message
+                inbox.handover_acknowledged(int(sender), int(number))
 
     async def _listen_control(self) -> None:
         assert self._control is not None and self._inbox is not None
@@ -205,15 +311,32 @@ class SocketMesh:
             try:
                 message = await self._control.receive()
             except ChannelClosed:
+                self._end_repartition(False)
                 self._inbox.stop("coordinator-gone")
                 return
             if message[0] == "probe":
                 self._control.send(["probe", message[1], self.idle, self.sent, self.received])
             elif message[0] == "stop":
+                self._end_repartition(False)
                 self._inbox.stop(str(message[1]))
+            elif message[0] == "resized":
+                self._end_repartition(True)
 
     def report(self, snapshot: dict[str, Any]) -> None:
         """A partition's telemetry (a Snapshot as builtins) to the coordinator, which merges the partitions'."""
         if self._control is not None:
             with contextlib.suppress(ChannelClosed):
                 self._control.send(["report", self.index, snapshot])
+
+
+def _near_question_fields(question: NearQuestion) -> list[Any]:
+    bands = [value for pair in question.bands for value in pair]
+    return [question.url, question.fetched_at, question.asked_at, question.signature, bands]
+
+
+def _near_question(fields: list[Any]) -> NearQuestion:
+    url, fetched_at, asked_at, signature, bands = fields
+    if not isinstance(url, str) or not isinstance(signature, bytes) or not isinstance(bands, list) or len(bands) % 2:
+        raise NearQuestionError(f"malformed near-duplicate question {fields!r:.120}")
+    pairs = tuple((int(bands[k]), int(bands[k + 1])) for k in range(0, len(bands), 2))
+    return NearQuestion(url, float(fetched_at), float(asked_at), signature, pairs)

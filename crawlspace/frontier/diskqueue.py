@@ -20,7 +20,7 @@ refers to are kept until the next checkpoint commits, so a crash can always go b
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import msgspec
 import zstandard
@@ -275,6 +275,17 @@ class DiskQueue:
 
     def in_memory(self) -> int:
         return len(self.head) + len(self.tail)
+
+    def entries(self) -> Iterator[FrontierEntry]:
+        """Every entry in queue order, reading the blocks on disk without consuming them (a block
+        that cannot be read is skipped: `pop` would count it lost)."""
+        yield from self.head
+        for ref in self.blocks:
+            try:
+                yield from self.log.read(ref)
+            except CorruptSegment:
+                continue
+        yield from self.tail
 
     def entries_in_memory(self) -> Iterable[FrontierEntry]:
         yield from self.head

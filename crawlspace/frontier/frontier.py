@@ -13,7 +13,7 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -659,6 +659,63 @@ class Frontier:
             self._refill(self._clock())
         return dropped
 
+    # -- re-partitioning (a crawl resized to another number of partitions) ---------------------
+
+    def queued_entries(self) -> Iterator[FrontierEntry]:
+        """Every queued URL (front, back and parked queues), taking none out, in no particular
+        order: a resized crawl reads what it will hand over before it may remove anything."""
+        for queue in self._front.queues:
+            yield from queue.entries()
+        for host in self._hosts.values():
+            if host.queue is not None:
+                yield from host.queue.entries()
+
+    def take_out(self, leaving: Callable[[str], bool]) -> list[FrontierEntry]:
+        """Remove every queued URL of the hosts `leaving(host)` names, and those hosts' rows, and
+        return the URLs: their new owner has journaled them (a resized crawl). Front queues are
+        rewritten without them; a leaving host's back queue goes whole. Only while no lease is out
+        (a lease's URL would come back to a host that is no longer here)."""
+        self._check_open()
+        if self._leases:
+            raise FrontierError(f"take_out with {len(self._leases)} leases out")
+        now = self._clock()
+        taken: list[FrontierEntry] = []
+        for host in [host for host in self._hosts.values() if leaving(host.name)]:
+            if host.queue is not None:
+                taken.extend(host.queue.entries())
+            self._remove_host(host, now)
+        front = self._front
+        for level, queue in enumerate(front.queues):
+            if not queue.size:
+                continue
+            kept = DiskQueue(self._log, queue.window, queue.file_bytes)
+            while (entry := queue.pop()) is not None:
+                if leaving(host_of(entry.url)):
+                    taken.append(entry)
+                else:
+                    kept.push(entry)
+            queue.close()
+            front.queues[level] = kept
+        front.size = sum(queue.size for queue in front.queues)
+        self._queued -= len(taken)
+        if self._active < self._max_back:
+            self._refill(now)
+        return taken
+
+    def _remove_host(self, host: HostState, now: float) -> None:
+        if host.status == ACTIVE:
+            self._active -= 1
+        elif host.status == PARKED:
+            self._parked_count -= 1
+            host.park_seq = 0
+        self._leave_group(host, now)
+        self._awaiting.pop(host.name, None)
+        if host.queue is not None:
+            host.queue.discard()
+            host.queue = None
+        host.status = IDLE
+        del self._hosts[host.name]
+
     def set_host_address(self, host: str, address: str | None) -> None:
         """The address `host` resolves to (None: it does not resolve). With per-IP politeness the
         host then joins its address's group and may be handed out; call again when it changes."""
@@ -721,6 +778,11 @@ class Frontier:
 
     def front_sizes(self) -> list[int]:
         return self._front.sizes()
+
+    def holds(self, host: str) -> bool:
+        """Has `host` URLs in a back queue here (active or parked)?"""
+        state = self._hosts.get(host)
+        return state is not None and state.queue is not None and state.queue.size > 0
 
     def host_info(self, host: str) -> HostState | None:
         """The host table row of `host` (read-only use: for diagnostics and tests)."""

@@ -22,7 +22,10 @@ near-duplicate of similarity 1.
 In a crawl of several partitions (crawl.workers) the partition owning a fingerprint decides
 which URL had the body first (`claim_first`, on that partition's set); each partition then
 passes the answer to its own `check` (`first=`), which keeps it as the body's first URL here
-too, so that one original holds for the whole crawl, whichever partition fetched it.
+too, so that one original holds for the whole crawl, whichever partition fetched it. The
+near-duplicate test is the partitions' together too (distributed.nearclaims): a partition
+answers on the LSH band keys it owns (`near_candidates`, `index_near`) and records its own
+pages' verdicts from the owners' answers (`record_near`) instead of calling `check_near`.
 
 Each URL's record keeps its content fingerprint (IIR §20.2.1): when a page is fetched again
 with another body, its outdated fingerprint (and its LSH entries) are deleted, so that the
@@ -34,6 +37,14 @@ in DIR with four tables: fp (content fingerprint -> first URL and time), url (UR
 dupsort table) and meta (shingling parameters: signatures made with others cannot be compared,
 so reopening with others is an error). Memory is LMDB's memory map (page cache, reclaimable),
 not Python objects: it does not grow with the pages seen.
+
+A partition of a crawl of several keeps three more, for the others as much as for itself: oracle
+(the first URL of each body fingerprint it owns, `claim_first`), and the share of the crawl's LSH
+table it owns (distributed.nearclaims): nearband (band key -> URL fingerprints, for the band keys
+it owns) and nearsig (URL fingerprint -> signature, times, URL and band keys of a page indexed
+there, whichever partition fetched it). Its own pages' near-duplicate verdicts from such answers
+name originals that may be another partition's, so nearof keeps the original's URL and time.
+They are in the same transaction as the rest: checkpointed, and reopened after a crash, alike.
 
 Crash safety: one write transaction at a time, committed (and fsynced by LMDB) by
 `checkpoint()` and, to bound its dirty pages, every `commit_every` pages. After a crash the set
@@ -51,9 +62,10 @@ import enum
 import math
 import shutil
 import struct
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import lmdb
 import numpy as np
@@ -68,6 +80,17 @@ SCHEMA = b"crawlspace-content-seen/1"
 
 _FP_RECORD = struct.Struct("<Qd")  # first URL's fingerprint, its fetch time; then the URL
 _URL_RECORD = struct.Struct("<QdBfQH")  # content fp, fetch time, kind, similarity, of-URL fp, signature bytes
+_NEAR_RECORD = struct.Struct("<ddBH")  # fetch time, question time, band keys, signature bytes; then those, the URL
+_BAND_KEY_BYTES = 9  # band number, band key (big-endian): the key of a band table
+
+
+class NearCandidate(NamedTuple):
+    """A page in this partition's share of the LSH table (distributed.nearclaims.NearIndex)."""
+
+    url: str
+    fetched_at: float
+    asked_at: float
+    signature: bytes
 
 
 class ContentKind(enum.IntEnum):
@@ -131,6 +154,13 @@ def _utf8(url: str) -> bytes:
     return url.encode("utf-8", "surrogatepass")
 
 
+def _near_candidate(stored: bytes) -> NearCandidate:
+    fetched_at, asked_at, count, sig_len = _NEAR_RECORD.unpack_from(stored)
+    start = _NEAR_RECORD.size + count * _BAND_KEY_BYTES
+    signature = bytes(stored[start : start + sig_len])
+    return NearCandidate(_url_after(stored, start + sig_len), fetched_at, asked_at, signature)
+
+
 def _url_after(data: bytes, start: int) -> str:
     """The URL that ends an fp or oracle record, after its fixed-size head."""
     return bytes(data[start:]).decode("utf-8", "surrogatepass")
@@ -160,7 +190,7 @@ class ContentSeen:
         self.bands, self.rows = choose_bands(num_perm, near_threshold)
         self.commit_every = commit_every
         try:
-            self._env = lmdb.open(str(self.directory), map_size=MAP_SIZE, max_dbs=5, subdir=True, lock=True)
+            self._env = lmdb.open(str(self.directory), map_size=MAP_SIZE, max_dbs=8, subdir=True, lock=True)
         except lmdb.Error as exc:
             raise SeenStateError(f"{self.directory}: cannot open the content set ({exc})") from exc
         self._fp_db = self._env.open_db(b"fp")
@@ -168,6 +198,9 @@ class ContentSeen:
         self._band_db = self._env.open_db(b"band", dupsort=True, dupfixed=True)
         self._meta_db = self._env.open_db(b"meta")
         self._oracle_db = self._env.open_db(b"oracle")
+        self._near_band_db = self._env.open_db(b"nearband", dupsort=True, dupfixed=True)
+        self._near_sig_db = self._env.open_db(b"nearsig")
+        self._near_of_db = self._env.open_db(b"nearof")
         self._txn: Any = self._env.begin(write=True)
         self._uncommitted = 0
         self._check_parameters(shingle_words, num_perm)
@@ -292,6 +325,74 @@ class ContentSeen:
         txn.put(url_key, dataclasses.replace(record, signature=signature.tobytes()).pack(), db=self._url_db)
         return NEW
 
+    def record_near(self, url: str, match: tuple[str, float, float] | None) -> ContentVerdict:
+        """The verdict of a page `check` found NEW, from the partitions owning its band keys
+        (distributed.nearclaims): `match` (original URL, its fetch time, similarity) when the best
+        answer was at or above the threshold, else None. The page's signature is indexed by those
+        owners, not here."""
+        url_key = _key(url_fingerprint(url))
+        stored = self._txn.get(url_key, db=self._url_db)
+        if stored is None:
+            raise KeyError(f"record_near({url!r}) before check(): the page has no content record")
+        record = _UrlRecord.unpack(stored)
+        if record.kind != ContentKind.NEW:
+            raise ValueError(f"record_near({url!r}): the page is {record.kind.name}, not new")
+        if match is None:
+            return NEW
+        of_url, of_time, score = match
+        near = dataclasses.replace(record, kind=ContentKind.NEAR, similarity=score, of_url_fp=url_fingerprint(of_url))
+        self._txn.put(url_key, near.pack(), db=self._url_db)
+        self._txn.put(url_key, _TIME.pack(of_time) + _utf8(of_url), db=self._near_of_db)
+        self._changed()
+        return ContentVerdict(ContentKind.NEAR, of_url, of_time, score)
+
+    # -- the share of the crawl's LSH table this partition owns (distributed.nearclaims.NearIndex) -------
+
+    def near_candidates(self, bands: Iterable[tuple[int, int]], url: str) -> list[NearCandidate]:
+        own = _key(url_fingerprint(url))
+        seen: set[bytes] = {own}
+        found: list[NearCandidate] = []
+        txn = self._txn
+        with txn.cursor(db=self._near_band_db) as cursor:
+            for band, key in bands:
+                if not cursor.set_key(bytes([band]) + _key(key)):
+                    continue
+                for value in cursor.iternext_dup():
+                    url_key = bytes(value)
+                    if url_key in seen:
+                        continue
+                    seen.add(url_key)
+                    stored = txn.get(url_key, db=self._near_sig_db)
+                    if stored is not None:
+                        found.append(_near_candidate(stored))
+        return found
+
+    def index_near(
+        self, url: str, fetched_at: float, asked_at: float, signature: bytes, bands: Iterable[tuple[int, int]]
+    ) -> None:
+        url_key = _key(url_fingerprint(url))
+        txn = self._txn
+        previous = txn.get(url_key, db=self._near_sig_db)
+        if previous is not None:  # the page fetched again with other text: its old keys go
+            count = _NEAR_RECORD.unpack_from(previous)[2]
+            start = _NEAR_RECORD.size
+            for offset in range(start, start + count * _BAND_KEY_BYTES, _BAND_KEY_BYTES):
+                txn.delete(bytes(previous[offset : offset + _BAND_KEY_BYTES]), url_key, db=self._near_band_db)
+        band_bytes = [bytes([band]) + _key(key) for band, key in bands]
+        for band_key in band_bytes:
+            txn.put(band_key, url_key, db=self._near_band_db, dupdata=True)
+        head = _NEAR_RECORD.pack(fetched_at, asked_at, len(band_bytes), len(signature))
+        txn.put(url_key, head + b"".join(band_bytes) + signature + _utf8(url), db=self._near_sig_db)
+        self._changed()
+
+    def near_asked_at(self, url: str) -> float | None:
+        stored = self._txn.get(_key(url_fingerprint(url)), db=self._near_sig_db)
+        return None if stored is None else float(_NEAR_RECORD.unpack_from(stored)[1])
+
+    def near_indexed(self) -> int:
+        """Pages indexed in this partition's share of the crawl's LSH table."""
+        return int(self._txn.stat(self._near_sig_db)["entries"])
+
     def _best_candidate(self, url_fp: int, signature: SigArray, keys: np.ndarray[Any, Any]) -> tuple[int | None, float]:
         candidates: set[bytes] = set()
         with self._txn.cursor(db=self._band_db) as cursor:
@@ -325,6 +426,8 @@ class ContentSeen:
             for band, key in enumerate(keys.tolist()):
                 txn.delete(bytes([band]) + _key(key), _key(url_fp), db=self._band_db)
         txn.delete(_key(url_fp), db=self._url_db)
+        if record.kind == ContentKind.NEAR:
+            txn.delete(_key(url_fp), db=self._near_of_db)
 
     # -- queries -----------------------------------------------------------------------------------------
 
@@ -347,7 +450,17 @@ class ContentSeen:
             if first is not None:
                 of_time = _FP_RECORD.unpack_from(first)[1]
                 of_url = bytes(first[_FP_RECORD.size :]).decode("utf-8", "surrogatepass")
+        else:
+            elsewhere = self._txn.get(_key(url_fingerprint(record.url)), db=self._near_of_db)
+            if elsewhere is not None:
+                of_time, of_url = _TIME.unpack_from(elsewhere)[0], _url_after(elsewhere, _TIME.size)
         return ContentVerdict(record.kind, of_url, of_time, record.similarity)
+
+    def urls(self) -> Iterator[str]:
+        """Every URL with a recorded content fingerprint (for reports and tests: a full scan)."""
+        with self._txn.cursor(db=self._url_db) as cursor:
+            for value in cursor.iternext(keys=False, values=True):
+                yield _UrlRecord.unpack(value).url
 
     def fingerprint_of(self, url: str) -> int | None:
         stored = self._txn.get(_key(url_fingerprint(url)), db=self._url_db)

@@ -328,6 +328,17 @@ class RunStore:
         self._check_open()
         return self._find(_as_sorted_distinct(fingerprints))
 
+    def scan(self, chunk: int = 1 << 17) -> Iterator[FpArray]:
+        """Every fingerprint, `chunk` at a time: each run in order, then the in-memory tail (runs
+        are disjoint: the set's fingerprints come out once each)."""
+        self._check_open()
+        for run in list(self._runs):
+            for _, values in run.chunks(chunk):
+                yield values
+        tail = self._memtable
+        for start in range(0, tail.size, chunk):
+            yield tail[start : start + chunk].copy()
+
     def test_and_set(self, fingerprints: FpArray) -> BoolArray:
         """Insert sorted distinct fingerprints; True where one was absent before this call."""
         self._check_open()

@@ -37,14 +37,16 @@ checks/s, 740 MB peak RSS, 8.0 bytes per URL (11.2 at worst), see bench/seen/REA
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from crawlspace.seen.sortedruns import BoolArray, FpArray, RunStore
+from crawlspace.seen.sortedruns import BoolArray, FpArray, RunStore, SeenStateError
+from crawlspace.urls.fingerprint import UrlFingerprints
 
 T = TypeVar("T")
 
@@ -54,6 +56,9 @@ WAY_SHIFTS = (2 * np.arange(CACHE_WAYS, dtype=np.uint8))[None, :]
 CACHE_PROBE_CHUNK = 1 << 16
 HIT_SATURATION = 3
 MIX = 0x9E3779B97F4A7C15
+SCHEME_FILE = "FINGERPRINTS"
+"""In a URL set's directory: how its fingerprints are spelled (urls.fingerprint.UrlFingerprints)."""
+SCAN_CHUNK = 1 << 17
 
 
 class FingerprintSet(Protocol):
@@ -76,6 +81,11 @@ class FingerprintSet(Protocol):
 
     def close(self, *, checkpoint: bool = True) -> None:
         """Release; with `checkpoint=False` what was inserted since the last checkpoint is forgotten."""
+        ...
+
+    def scan(self, chunk: int = SCAN_CHUNK) -> Iterator[FpArray]:
+        """Every fingerprint in the set once, in arrays of at most `chunk` (each sorted; the
+        arrays need not be in order): what a resized crawl hands to the new owners."""
         ...
 
     def __len__(self) -> int: ...
@@ -133,6 +143,10 @@ class PartitionedFingerprintSet:
     def checkpoint(self) -> None:
         for partition in self.partitions:
             partition.checkpoint()
+
+    def scan(self, chunk: int = SCAN_CHUNK) -> Iterator[FpArray]:
+        for partition in self.partitions:
+            yield from partition.scan(chunk)
 
     def close(self, *, checkpoint: bool = True) -> None:
         for partition in self.partitions:
@@ -236,10 +250,18 @@ class UrlSet(Generic[T]):
     set nor the frontier, and a checkpoint would lose them): drain first.
     """
 
-    def __init__(self, backend: FingerprintSet, *, cache_bytes: int, buffer_urls: int) -> None:
+    def __init__(
+        self,
+        backend: FingerprintSet,
+        *,
+        cache_bytes: int,
+        buffer_urls: int,
+        scheme: UrlFingerprints = UrlFingerprints.FLAT,
+    ) -> None:
         if buffer_urls < 1:
             raise ValueError("buffer_urls must be at least 1")
         self.backend = backend
+        self.scheme = scheme  # how the URLs submitted here were fingerprinted (their owner's business)
         self.cache = FingerprintCache(cache_bytes)
         self.buffer_urls = buffer_urls
         self._fingerprints: list[FpArray] = []
@@ -258,8 +280,12 @@ class UrlSet(Generic[T]):
         buffer_urls: int = 65_536,
         partitions: int = 1,
         reset: bool = False,
+        scheme: UrlFingerprints | None = None,
     ) -> UrlSet[T]:
-        """A URL set in DIRECTORY (reopened as of its last checkpoint unless `reset`)."""
+        """A URL set in DIRECTORY (reopened as of its last checkpoint unless `reset`); a new one
+        spells fingerprints `scheme` (default HOST_BUCKET), a reopened one as it was made, which
+        must be `scheme` when given (the partitions of a crawl share theirs)."""
+        scheme = fingerprint_scheme(Path(directory), fresh=reset, expected=scheme)
         memtable_limit = max(buffer_urls, 1024)
         backend: FingerprintSet
         if partitions == 1:
@@ -268,7 +294,7 @@ class UrlSet(Generic[T]):
             backend = PartitionedFingerprintSet.open_local(
                 directory, partitions, memtable_limit=memtable_limit, reset=reset
             )
-        return cls(backend, cache_bytes=cache_bytes, buffer_urls=buffer_urls)
+        return cls(backend, cache_bytes=cache_bytes, buffer_urls=buffer_urls, scheme=scheme)
 
     def __repr__(self) -> str:
         return (
@@ -345,6 +371,12 @@ class UrlSet(Generic[T]):
     def __contains__(self, fingerprint: int) -> bool:
         return bool(self.contains([fingerprint])[0])
 
+    def insert(self, fingerprints: FpArray) -> int:
+        """Add fingerprints known to be seen elsewhere (another partition's, handed over when a crawl
+        is resized): durable at the next `checkpoint`; returns how many were new here."""
+        values = np.unique(np.asarray(fingerprints, np.uint64))
+        return int(self.backend.test_and_set(values).sum()) if values.size else 0
+
     def checkpoint(self) -> None:
         if self._items:
             raise RuntimeError(f"{self.pending} URLs wait in the buffer: drain() before checkpoint()")
@@ -366,3 +398,39 @@ class UrlSet(Generic[T]):
             "drains": self.drains,
             "new": self.new,
         }
+
+
+def fingerprint_scheme(directory: Path, *, fresh: bool, expected: UrlFingerprints | None = None) -> UrlFingerprints:
+    """How the URL set in `directory` spells fingerprints: recorded (durably) for a new set; a set
+    without a record was made before there was a choice (FLAT); an unknown one, or another than
+    `expected`, is an error."""
+    path = directory / SCHEME_FILE
+    if fresh:
+        scheme = expected or UrlFingerprints.HOST_BUCKET
+        directory.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        with temporary.open("w") as file:
+            file.write(scheme.value + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+        temporary.replace(path)
+        return scheme
+    found = _recorded_scheme(path)
+    if expected is not None and found is not expected:
+        raise SeenStateError(f"{path}: URL fingerprints {found.value}, but this crawl's are {expected.value}")
+    return found
+
+
+def _recorded_scheme(path: Path) -> UrlFingerprints:
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return UrlFingerprints.FLAT
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SeenStateError(f"{path}: unreadable ({exc})") from None
+    try:
+        return UrlFingerprints(text)
+    except ValueError:
+        known = ", ".join(scheme.value for scheme in UrlFingerprints)
+        problem = f"URL fingerprints {text!r:.40} unknown to this version (known: {known})"
+        raise SeenStateError(f"{path}: {problem}") from None

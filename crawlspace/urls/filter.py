@@ -324,6 +324,19 @@ class UrlFilter:
             self.add_seed(seed)
         self._hosts = {host: _HostRecord(admitted, depth) for host, (admitted, depth) in host_counts.items()}
 
+    def merge(self, seeds: Iterable[str], host_counts: dict[str, tuple[int, int]]) -> None:
+        """Take in another partition's seeds and counts of hosts that are this partition's now (a
+        resized crawl); a count heard twice is not added twice (the larger one stands)."""
+        for seed in seeds:
+            self.add_seed(seed)
+        for host, (admitted, depth) in host_counts.items():
+            record = self._hosts.get(host)
+            if record is None:
+                self._hosts[host] = _HostRecord(admitted, depth)
+            else:
+                record.admitted = max(record.admitted, admitted)
+                record.min_depth = min(record.min_depth, depth)
+
     def __repr__(self) -> str:
         return (
             f"UrlFilter({self.scope!r}, include={len(self.include)}, exclude={len(self.exclude)}, "

@@ -4,7 +4,11 @@ drop and repeat messages: the fake every transport's contract is tested against 
 Delivery goes through `loop.call_soon`, as a socket's would arrive on a later turn of the loop. A
 dropped batch or acknowledgement is gone; the sender keeps the batch unacknowledged, and
 `reconnect` (what a resume does: `CrawlEngine.connect`) sends every such batch again. A repeated
-batch is delivered twice; the receiver's URL set must drop the second copy.
+batch is delivered twice; the receiver's URL set must drop the second copy. A resize's handover parts
+go the same way (`drop_parts` of them lost, repeated with `repeat`), and `repartitioned` is a barrier
+over the meshes of the network. Near-duplicate questions to another partition are answered on a later
+turn of the loop, or, for the next `unanswered_near` of them, never (the transport's timeout: the asker
+hears nothing from that owner).
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from dataclasses import dataclass, field
 
 from crawlspace.distributed.assignment import content_owner
 from crawlspace.distributed.claims import Answer, ContentClaims
+from crawlspace.distributed.nearclaims import NearMatch, NearQuestion
 from crawlspace.distributed.protocols import Inbox
+from crawlspace.distributed.resize import Part, decode_part, encode_part
 from crawlspace.distributed.splitter import Batch
 from crawlspace.distributed.termination import ProbeAnswer
 
@@ -24,7 +30,10 @@ from crawlspace.distributed.termination import ProbeAnswer
 class MemoryNetwork:
     drop_batches: int = 0  # the next this many URL batches are lost
     drop_acks: int = 0  # the next this many acknowledgements are lost
-    repeat: bool = False  # every URL batch is delivered twice
+    repeat: bool = False  # every URL batch (and handover part) is delivered twice
+    drop_parts: int = 0  # the next this many handover parts are lost
+    unanswered_near: int = 0  # the next this many near-duplicate questions to another partition get no answer
+    handed: dict[int, asyncio.Future[bool]] = field(default_factory=dict)  # the resize barrier
     meshes: dict[int, MemoryMesh] = field(default_factory=dict)
     counts: Counter[str] = field(default_factory=Counter)
 
@@ -52,6 +61,24 @@ class MemoryNetwork:
         for _ in range(2 if self.repeat else 1):
             loop.call_soon(self.meshes[batch.peer].deliver, batch, sender)
             self.counts["batches delivered"] += 1
+
+    def carry_part(self, peer: int, sender: int, number: int, part: Part) -> None:
+        if self.drop_parts > 0:
+            self.drop_parts -= 1
+            self.counts["parts dropped"] += 1
+            return
+        loop = asyncio.get_running_loop()
+        data = encode_part(part)  # over the wire as bytes, as a real transport carries it
+        for _ in range(2 if self.repeat else 1):
+            loop.call_soon(self.meshes[peer].deliver_part, sender, number, data)
+            self.counts["parts delivered"] += 1
+
+    def hand(self, index: int, future: asyncio.Future[bool]) -> None:
+        self.handed[index] = future
+        if len(self.handed) == len(self.meshes):
+            for waiting in self.handed.values():
+                if not waiting.done():
+                    waiting.set_result(True)
 
     def carry_ack(self, receiver: int, sender: int, number: int) -> None:
         if self.drop_acks > 0:
@@ -101,10 +128,42 @@ class MemoryMesh:
         assert self.inbox is not None
         self.inbox.batch_acknowledged(receiver, number)
 
+    def transmit_handover(self, peer: int, number: int, part: Part) -> None:
+        self._network.carry_part(peer, self.index, number, part)
+
+    def deliver_part(self, sender: int, number: int, data: bytes) -> None:
+        if self.inbox is not None and self.inbox.receive_handover(sender, number, decode_part(data)):
+            sender_inbox = self._network.meshes[sender].inbox
+            if self._network.drop_acks > 0:
+                self._network.drop_acks -= 1
+                self._network.counts["acks dropped"] += 1
+            elif sender_inbox is not None:
+                asyncio.get_running_loop().call_soon(sender_inbox.handover_acknowledged, self.index, number)
+
+    async def repartitioned(self) -> bool:
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._network.hand(self.index, future)
+        return await future
+
     async def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer | None:
         owner = self._network.meshes[content_owner(body_fingerprint, self.partitions)]
         assert owner.claims is not None
         return owner.claims.claim(self.index, 0, body_fingerprint, url, fetched_at)
+
+    async def ask_near(self, questions: dict[int, NearQuestion]) -> dict[int, NearMatch | None]:
+        answers: dict[int, NearMatch | None] = {}
+        for owner, question in questions.items():
+            if owner != self.index and self._network.unanswered_near > 0:
+                self._network.unanswered_near -= 1
+                self._network.counts["near questions unanswered"] += 1
+                continue
+            if owner != self.index:
+                await asyncio.sleep(0)  # the owner answers on a later turn of the loop, as over a socket
+                self._network.counts["near questions"] += 1
+            inbox = self._network.meshes[owner].inbox
+            assert inbox is not None
+            answers[owner] = inbox.answer_near(question)
+        return answers
 
     def settle(self, body_fingerprint: int, url: str, *, stored: bool) -> None:
         owner = self._network.meshes[content_owner(body_fingerprint, self.partitions)]

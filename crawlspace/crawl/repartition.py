@@ -1,0 +1,256 @@
+"""The engine's side of a resize's start-up phase (distributed.resize): hand over, take in, then crawl.
+
+`begin` (after the engine resumed its checkpoint and journal, before the transport delivers):
+the first time in this resize, checkpoint that the phase began; then, unless this partition
+already finished its handover, read what leaves (queued URLs of hosts others own now, URLs of
+per-IP hand-overs not yet acknowledged, the URL set, per-host counts and robots.txt waits, the
+seeds) into numbered parts. `run` sends them until each is acknowledged, sending the
+unacknowledged ones again every `RESEND_INTERVAL`; then removes the leaving hosts from the
+frontier, drops the old assignment's per-IP moves and pins, and records the handover as done in
+one checkpoint; waits at the barrier (`Peers.repartitioned`); tests the URLs that arrived
+unconfirmed (queued for a host moved away per IP) against what the others handed over; and
+finally sends the old assignment's unacknowledged URL batches again under the new one, through
+the host splitter (their owners' URL sets decide).
+
+Receiving (`receive`): fingerprints join the URL set; queued URLs join the frontier and the URL
+set unless already queued here (a set of the fingerprints of everything in this partition's
+frontier, rebuilt from the frontier at every `begin`, so a repeated part or a URL two old
+partitions both held is queued once); counts, robots.txt waits and seeds join the URL filter and
+the robots gate. Each part is acknowledged after a checkpoint
+that holds it. The frontier of a partition in the phase still holds what it hands over: a
+checkpoint before its last acknowledgement keeps those URLs, so a kill -9 loses none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from crawlspace.crawl.links import LinkPipeline
+from crawlspace.crawl.resume import ResumeState
+from crawlspace.crawl.robotsgate import RobotsGate
+from crawlspace.distributed.protocols import Peers
+from crawlspace.distributed.resize import (
+    FrontierPart,
+    HandoverOutbox,
+    HandoverPlan,
+    HostsPart,
+    Part,
+    Resize,
+    SeenPart,
+    part_size,
+)
+from crawlspace.distributed.router import PartitionRouter
+from crawlspace.frontier import Frontier, FrontierEntry
+from crawlspace.seen import UrlSet
+from crawlspace.urls import host_of, url_fingerprint
+from crawlspace.urls.filter import UrlFilter
+
+RESEND_INTERVAL = 2.0
+
+log = logging.getLogger("crawlspace")
+
+
+class Repartition:
+    def __init__(
+        self,
+        resize: Resize,
+        plan: HandoverPlan,
+        *,
+        peers: Peers,
+        frontier: Frontier,
+        urlset: UrlSet[FrontierEntry],
+        links: LinkPipeline,
+        url_filter: UrlFilter,
+        robots_gate: RobotsGate,
+        router: PartitionRouter,
+        resume_state: ResumeState,
+        checkpoint: Callable[[], None],
+    ) -> None:
+        self.resize = resize
+        self.plan = plan
+        self.peers = peers
+        self.outbox = HandoverOutbox()
+        self._frontier = frontier
+        self._urlset = urlset
+        self._links = links
+        self._url_filter = url_filter
+        self._robots_gate = robots_gate
+        self._router = router
+        self._resume = resume_state
+        self._checkpoint = checkpoint
+        self._queued: set[int] = set()  # url_fingerprint of every URL this partition keeps queued
+        self._history: list[npt.NDArray[np.uint64]] = []  # fingerprints the others handed over
+        self._pinned_before: set[str] = set()  # hosts this partition held for per-IP politeness
+        self._acknowledged = asyncio.Event()
+        self.stats: dict[str, int] = {"parts": 0, "parts_sent": 0, "parts_received": 0, "urls_in": 0, "urls_out": 0}
+        self.stats.update(fingerprints_in=0, fingerprints_out=0, urls_already_queued=0, unconfirmed_dropped=0)
+
+    def __repr__(self) -> str:
+        return f"Repartition({self.resize!r}, {self.plan!r}, {self.outbox!r})"
+
+    @property
+    def handed(self) -> bool:
+        """This partition's handover is done (durably: its checkpoint says so)."""
+        return self._resume.resize_handed == self.resize.epoch
+
+    # -- the phase -------------------------------------------------------------------------------
+
+    def begin(self) -> None:
+        epoch = self.resize.epoch
+        if self._resume.resize_started != epoch:
+            self._resume.resize_started = epoch
+            self._checkpoint()
+        self._pinned_before = set(self._router.pinned)
+        queued = [entry for entry in self._frontier.queued_entries()]
+        self._queued = {url_fingerprint(entry.url) for entry in queued}
+        if self.handed:
+            return
+        leaving = self.plan.leaving
+        forwarded = self._unacknowledged_forwards()  # never tested by their host's URL set
+        self._resume.resize_unconfirmed.extend(
+            (entry.url, entry.depth, entry.hops) for entry in forwarded if not leaving(host_of(entry.url))
+        )
+        finished = self._resume.done
+        spelled = self._urlset.scheme.function
+        in_frontiers = np.unique(
+            np.fromiter(
+                (spelled(entry.url) for entry in [*queued, *forwarded] if url_fingerprint(entry.url) not in finished),
+                np.uint64,
+            )
+        )
+        parts: dict[int, list[Part]] = {}
+        frontier_parts = self.plan.frontier_parts(
+            [*(entry for entry in queued if leaving(host_of(entry.url))), *forwarded],
+            finished=finished,
+            sitemaps=self._links.sitemaps,
+            moved_away=set(self._router.moved),
+        )
+        seen_parts = self.plan.seen_parts(self._urlset.backend.scan(), in_frontiers)
+        hosts_parts = self.plan.hosts_parts(
+            self._url_filter.host_counts(), self._url_filter.seeds, self._robots_gate.parked
+        )
+        for grouped in (seen_parts, hosts_parts, frontier_parts):
+            for peer, peer_parts in grouped.items():
+                parts.setdefault(peer, []).extend(peer_parts)
+        for peer in sorted(parts):
+            for part in parts[peer]:
+                self.outbox.add(peer, part)
+                self.stats["parts"] += 1
+                if isinstance(part, FrontierPart):
+                    self.stats["urls_out"] += part_size(part)
+                elif isinstance(part, SeenPart):
+                    self.stats["fingerprints_out"] += part_size(part)
+
+    async def run(self) -> bool:
+        """Hand everything over, wait for the others; True when the crawl may begin."""
+        while not self.outbox.complete:
+            for (peer, number), part in sorted(self.outbox.unacked.items(), key=lambda item: item[0][1]):
+                self.peers.transmit_handover(peer, number, part)
+                self.stats["parts_sent"] += 1
+            await self._acknowledgements()
+        if not self.handed:
+            self._frontier.take_out(self.plan.leaving)
+            self._robots_gate.parked = {host for host in self._robots_gate.parked if not self.plan.leaving(host)}
+            for peer, number in [key for key, batch in self._router.outbox.unacked.items() if batch.forward]:
+                self._router.acknowledge(peer, number)  # handed over as queued URLs
+            self._router.moved, self._router.pinned = {}, set()  # the old assignment's per-IP decisions
+            self._links.reset_pinned()
+            self._resume.resize_handed = self.resize.epoch
+            self._checkpoint()  # the commit point of this partition's handover
+        if not await self.peers.repartitioned():
+            return False
+        self._confirm()
+        self._queued, self._history = set(), []
+        self._resend_batches()
+        self._checkpoint()
+        return True
+
+    async def _acknowledgements(self) -> None:
+        """Until every part is acknowledged, or none was for RESEND_INTERVAL (then send again)."""
+        while not self.outbox.complete:
+            self._acknowledged.clear()
+            try:
+                await asyncio.wait_for(self._acknowledged.wait(), timeout=RESEND_INTERVAL)
+            except TimeoutError:
+                return
+
+    def _unacknowledged_forwards(self) -> list[FrontierEntry]:
+        """URLs of per-IP hand-overs no one acknowledged: they were in no frontier but those batches."""
+        return [entry for batch in self._router.unacknowledged if batch.forward for entry in batch.entries]
+
+    def _confirm(self) -> None:
+        """The unconfirmed URLs (queued for hosts moved away per IP, never tested by the host's URL set),
+        now that every part is in: dropped if queued here, seen elsewhere (the fingerprints others
+        handed over), or seen here while this partition held the host."""
+        rows, self._resume.resize_unconfirmed = self._resume.resize_unconfirmed, []
+        if not rows:
+            return
+        spelled = self._urlset.scheme.function
+        history = np.unique(np.concatenate(self._history)) if self._history else np.empty(0, np.uint64)
+        entries = [FrontierEntry(url, depth, hops) for url, depth, hops in rows]
+        fingerprints = np.fromiter((spelled(entry.url) for entry in entries), np.uint64, len(entries))
+        seen_elsewhere = np.isin(fingerprints, history)
+        seen_here = self._urlset.contains(fingerprints)
+        confirmed = [
+            entry
+            for entry, elsewhere, here in zip(entries, seen_elsewhere.tolist(), seen_here.tolist(), strict=True)
+            if not elsewhere and not (here and host_of(entry.url) in self._pinned_before)
+        ]
+        self.stats["unconfirmed_dropped"] = len(entries) - len(confirmed)
+        self._take_in(confirmed)
+
+    def _resend_batches(self) -> None:
+        """The old assignment's unacknowledged batches: their URLs through the host splitter again."""
+        router = self._router
+        entries = [entry for batch in router.unacknowledged for entry in batch.entries]
+        for batch in router.unacknowledged:
+            router.acknowledge(batch.peer, batch.number)
+        if entries:
+            self._links.submit(entries)
+
+    # -- the transport's side --------------------------------------------------------------------
+
+    def receive(self, sender: int, number: int, part: Part) -> bool:
+        self.stats["parts_received"] += 1
+        if isinstance(part, SeenPart):
+            fingerprints = part.array()
+            self._history.append(fingerprints)
+            self.stats["fingerprints_in"] += self._urlset.insert(fingerprints)
+        elif isinstance(part, FrontierPart):
+            self._links.sitemaps |= set(part.sitemaps)
+            self._take_in([FrontierEntry(url, depth, hops) for url, depth, hops in part.entries])
+            self._resume.resize_unconfirmed.extend(part.unconfirmed)
+        elif isinstance(part, HostsPart):
+            self._url_filter.merge(part.seeds, part.hosts)
+            self._robots_gate.parked.update(part.robots_waiting)
+        try:
+            self._checkpoint()
+        except Exception as exc:  # not durable: not acknowledged; the sender sends it again
+            log.warning("handover part %d from partition %d not taken in: %s", number, sender, exc)
+            return False
+        return True
+
+    def _take_in(self, entries: list[FrontierEntry]) -> None:
+        queued = self._queued
+        new = []
+        for entry in entries:
+            fingerprint = url_fingerprint(entry.url)
+            if fingerprint in queued:
+                self.stats["urls_already_queued"] += 1
+                continue
+            queued.add(fingerprint)
+            new.append(entry)
+        self._frontier.add_many(new)
+        if new:  # queued here: this partition's URL set knows them from now on
+            spelled = self._urlset.scheme.function
+            self._urlset.insert(np.fromiter((spelled(entry.url) for entry in new), np.uint64, len(new)))
+        self.stats["urls_in"] += len(new)
+
+    def acknowledged(self, peer: int, number: int) -> None:
+        if self.outbox.acknowledge(peer, number):
+            self._acknowledged.set()
