@@ -7,6 +7,7 @@ import asyncio
 from typing import Any, cast
 
 from crawlspace.crawl.partition import SEND_INTERVAL, PartitionInbox
+from crawlspace.crawl.telemetry import CrawlStats
 from crawlspace.distributed.assignment import ModuloAssignment
 from crawlspace.distributed.router import PartitionRouter
 from crawlspace.frontier import FrontierEntry
@@ -59,7 +60,7 @@ def test_an_open_batch_leaves_soon_and_an_idle_sender_sleeps() -> None:
     router = PartitionRouter(0, assignment, ledger, per_ip=False)
     inbox = PartitionInbox(
         cast(Any, peers), router, links=cast(Any, None), ledger=cast(Any, ledger), content=cast(Any, None),
-        wake=lambda: None, stop=lambda reason: None,
+        stats=CrawlStats(), wake=lambda: None, stop=lambda reason: None,
     )  # fmt: skip
     cuts = 0
     send_batches = inbox.send_batches
