@@ -27,6 +27,8 @@ def _imported_modules(root: Path) -> dict[str, set[str]]:
     """Top-level third-party modules imported anywhere under `root` (lazy imports in functions too) -> files."""
     found: dict[str, set[str]] = {}
     for path in sorted(root.rglob("*.py")):
+        if any(part.startswith(".venv") for part in path.relative_to(root).parts):
+            continue  # a virtualenv a benchmark made for its opponent (bench/.venv-scrapy): not our imports
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]

@@ -25,6 +25,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from statistics import median
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -48,6 +49,8 @@ class Run:
     robots_violations: int
     duplicate_fetches: int
     host_overlaps: int
+    steady_cpu_ms_per_request: float = float("nan")
+    steady_requests_per_second: float = float("nan")
 
     @property
     def pages_per_second(self) -> float:
@@ -58,17 +61,28 @@ class Run:
         return 1000 * self.cpu_seconds / self.pages if self.pages else float("nan")
 
 
-def tree_memory_bytes(root: int) -> tuple[int, int]:
-    """Memory of `root` and all its descendants, from /proc: summed RSS, and summed PSS (each shared
+@dataclass
+class Sample:
+    """One look at the crawler's process tree while it runs."""
+
+    seconds: float  # since the start
+    cpu_seconds: float  # of the live tree (and the children its members reaped)
+    requests: int  # lines nginx has logged so far (buffered: up to a second late)
+
+
+def tree_usage(root: int) -> tuple[int, int, float]:
+    """Memory and CPU of `root` and all its descendants, from /proc: summed RSS, summed PSS (each shared
     page divided among the processes sharing it: forked workers share their parent's pages, which
-    summed RSS counts once per process)."""
+    summed RSS counts once per process), and CPU seconds (user + system, reaped children included)."""
     parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat", "rb") as handle:
                     fields = handle.read().rsplit(b")", 1)[1].split()
                 parents[int(entry)] = int(fields[1])
+                ticks[int(entry)] = sum(int(value) for value in fields[11:15])
             except (OSError, IndexError, ValueError):
                 continue
     members = {root}
@@ -88,26 +102,64 @@ def tree_memory_bytes(root: int) -> tuple[int, int]:
                 pss += next(int(line.split()[1]) * 1024 for line in handle if line.startswith("Pss:"))
         except (OSError, IndexError, ValueError, StopIteration):
             continue
-    return rss, pss
+    cpu = sum(ticks.get(pid, 0) for pid in members) / os.sysconf("SC_CLK_TCK")
+    return rss, pss, cpu
 
 
-def measure(command: list[str], log: Path) -> tuple[float, float, float, float]:
-    """Run `command`; return wall seconds, CPU seconds of its tree, peak RSS and peak PSS of its tree in MB."""
+class LogCounter:
+    """Counts the lines of a growing access log, reading only what was added since the last call."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.lines = 0
+
+    def __call__(self) -> int:
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self.offset)
+                added = handle.read()
+        except OSError:
+            return self.lines
+        self.offset += len(added)
+        self.lines += added.count(b"\n")
+        return self.lines
+
+
+Measured = tuple[float, float, float, float, list[Sample]]
+
+
+def measure(command: list[str], log: Path, requests: LogCounter, cwd: Path) -> Measured:
+    """Run `command`; return wall seconds, CPU seconds of its tree, peak RSS and peak PSS of its tree in MB,
+    and samples of its CPU and of the requests served while it ran (for the steady-state rate)."""
     started = time.monotonic()
     with log.open("wb") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, cwd=cwd)
     peak_rss = peak_pss = 0
+    samples: list[Sample] = []
     while True:
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)
         if pid:
             break
-        rss, pss = tree_memory_bytes(process.pid)
+        rss, pss, cpu = tree_usage(process.pid)
         peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
+        samples.append(Sample(time.monotonic() - started, cpu, requests()))
         time.sleep(0.2)
     wall = time.monotonic() - started
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{command[0]} failed ({os.waitstatus_to_exitcode(status)}); see {log}")
-    return wall, usage.ru_utime + usage.ru_stime, peak_rss / 2**20, peak_pss / 2**20
+    return wall, usage.ru_utime + usage.ru_stime, peak_rss / 2**20, peak_pss / 2**20, samples
+
+
+def steady_state(samples: list[Sample], total: int) -> tuple[float, float]:
+    """(CPU ms per request, requests/s) between 20% and 90% of the crawl's requests: without the
+    start-up (imports, seeds, robots.txt of the first hosts) and the end (draining, closing stores)."""
+    low = next((sample for sample in samples if sample.requests >= 0.2 * total), None)
+    high = next((sample for sample in samples if sample.requests >= 0.9 * total), None)
+    if low is None or high is None or high.requests <= low.requests or high.seconds <= low.seconds:
+        return float("nan"), float("nan")
+    served = high.requests - low.requests
+    return 1000 * (high.cpu_seconds - low.cpu_seconds) / served, served / (high.seconds - low.seconds)
 
 
 class Nginx:
@@ -138,6 +190,22 @@ class Nginx:
             shutil.move(self.config.parent / "access.log", self.access_log)
 
 
+WEB_PROFILES = {
+    # the web of the issue-10 figures: text paragraphs with about 10 links each, 20-30 KB
+    "plain": {"page_bytes": (20_000, 30_000), "mean_page_bytes": 25_000},
+    # closer to real pages (bench/README.md, "The benchmark's web"): a site template of metadata,
+    # scripts, styles, navigation and footer around the text, 30-100 links a page, some to 404s,
+    # 5-200 KB (median near python3-doc's), robots.txt files padded with other crawlers' groups
+    "heavy": {
+        "page_bytes": (500, 160_000),
+        "mean_page_bytes": 16_000,
+        "mean_out_links": 55.0,
+        "broken_link_fraction": 0.2,
+        "page_style": "realistic",
+    },
+}
+
+
 def prepare_web(args: argparse.Namespace) -> tuple[SimWeb, Path]:
     port = 80 if os.geteuid() == 0 else 18080
     web = SimWeb.generate(
@@ -147,11 +215,10 @@ def prepare_web(args: argparse.Namespace) -> tuple[SimWeb, Path]:
             mean_pages_per_host=args.pages_per_host,
             # heavy-tailed sites, capped so that a 100,000-page crawl is not one big site's Crawl-delay tail
             max_pages_per_host=5 * int(args.pages_per_host),
-            page_bytes=(20_000, 30_000),
-            mean_page_bytes=25_000,
             robots_crawl_delay=args.crawl_delay,
             include_trap=False,
             port=port,
+            **WEB_PROFILES[args.web],  # type: ignore[arg-type]
         )
     )
     directory = OUT / f"web-{web.fingerprint()}"
@@ -168,16 +235,16 @@ def prepare_web(args: argparse.Namespace) -> tuple[SimWeb, Path]:
     return web, config
 
 
-def judge(
-    name: str, agent: str, web: SimWeb, seeds: list[str], log: Path, wall: float, cpu: float, rss: float, pss: float
-) -> Run:
+def judge(name: str, agent: str, web: SimWeb, seeds: list[str], log: Path, measured: Measured) -> Run:
     """Figures of one crawl from nginx's log; robots.txt is judged for the crawler's own product token."""
+    wall, cpu, rss, pss, samples = measured
     entries = read_nginx_log(log)
     verdict = judge_crawl(web, entries, seeds, agent=agent, min_delay=0.0)
     pages = sum(1 for entry in entries if entry.path != "/robots.txt")
+    steady_cpu, steady_rate = steady_state(samples, len(entries))
     return Run(
         name, pages, wall, cpu, rss, pss, len(verdict.disallowed), sum(n - 1 for n in verdict.refetched.values()),
-        len(verdict.host_overlaps),
+        len(verdict.host_overlaps), steady_cpu, steady_rate,
     )  # fmt: skip
 
 
@@ -236,6 +303,7 @@ def ensure_scrapy() -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--web", choices=sorted(WEB_PROFILES), default="heavy", help="shape of the pages")
     parser.add_argument("--hosts", type=int, default=2000)
     parser.add_argument("--pages-per-host", type=float, default=50.0)
     parser.add_argument("--seed", type=int, default=1)
@@ -243,7 +311,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--crawl-delay", type=float, default=0.2, help="of the hosts whose robots.txt has one")
+    parser.add_argument("--min-delay", type=float, default=0.0, help="crawlspace's --min-delay (per-host politeness)")
     parser.add_argument("--crawlspace-args", default="", help="extra arguments for `crawlspace crawl`")
+    parser.add_argument(
+        "--compare-with",
+        type=Path,
+        help="another checkout of crawlspace (with its own .venv): crawled too, alternating with this one",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="crawls of each crawlspace, alternating")
     parser.add_argument("--skip-scrapy", action="store_true")
     parser.add_argument("--profile", action="store_true", help="sample crawlspace with py-spy (costs CPU)")
     args = parser.parse_args()
@@ -258,25 +333,39 @@ def main() -> None:
     nginx = Nginx(config)
     runs: list[Run] = []
 
-    crawlspace_command = [
-        sys.executable, "-m", "crawlspace", "crawl", str(seeds_file), "--out", str(run_dir / "crawlspace"),
-        "--hosts-file", str(hosts_file), "--allow-private-addresses", "--min-delay", "0",
-        "--max-pages", str(args.fetch), "--concurrency", str(args.concurrency), "--no-progress",
-        *args.crawlspace_args.split(),
-    ]  # fmt: skip
-    profile = run_dir / "crawlspace-profile.txt"
-    if args.profile:
-        crawlspace_command = [
-            str(ensure_py_spy()), "record", "--subprocesses", "--rate", "200", "--format", "raw",
-            "--output", str(profile), "--", *crawlspace_command,
+    def crawl(name: str, agent: str, command: list[str], cwd: Path = REPO) -> Run:
+        access_log = run_dir / f"{name}-access.log"
+        nginx.start(access_log)
+        try:
+            print(f"{name} ...", flush=True)
+            measured = measure(command, run_dir / f"{name}.out", LogCounter(config.parent / "access.log"), cwd)
+        finally:
+            nginx.stop()
+        return judge(name, agent, web, seeds, access_log, measured)
+
+    def crawlspace_command(python: str, out: Path) -> list[str]:
+        return [
+            python, "-m", "crawlspace", "crawl", str(seeds_file), "--out", str(out),
+            "--hosts-file", str(hosts_file), "--allow-private-addresses", "--min-delay", str(args.min_delay),
+            "--max-pages", str(args.fetch), "--concurrency", str(args.concurrency), "--no-progress",
+            *args.crawlspace_args.split(),
         ]  # fmt: skip
-    nginx.start(run_dir / "crawlspace-access.log")
-    try:
-        print("crawlspace ...", flush=True)
-        wall, cpu, rss, pss = measure(crawlspace_command, run_dir / "crawlspace.out")
-    finally:
-        nginx.stop()
-    runs.append(judge("crawlspace", "crawlspace", web, seeds, run_dir / "crawlspace-access.log", wall, cpu, rss, pss))
+
+    profile = run_dir / "crawlspace-profile.txt"
+    contenders = [("crawlspace", sys.executable, REPO)]
+    if args.compare_with is not None:
+        other = args.compare_with.resolve()
+        contenders.append(("baseline", str(other / ".venv" / "bin" / "python"), other))
+    for round_number in range(args.rounds):
+        for label, python, checkout in contenders if round_number % 2 == 0 else contenders[::-1]:
+            name = label if args.rounds == 1 else f"{label}-{round_number + 1}"
+            command = crawlspace_command(python, run_dir / name)
+            if args.profile and label == "crawlspace":
+                command = [
+                    str(ensure_py_spy()), "record", "--subprocesses", "--rate", "200", "--format", "raw",
+                    "--output", str(profile), "--", *command,
+                ]  # fmt: skip
+            runs.append(crawl(name, "crawlspace", command, cwd=checkout))  # `-m` imports from the cwd first
 
     if not args.skip_scrapy:
         python = ensure_scrapy()
@@ -284,30 +373,38 @@ def main() -> None:
             str(python), str(Path(__file__).with_name("scrapy_crawl.py")), "--seeds", str(seeds_file),
             "--hosts-file", str(hosts_file), "--pages", str(args.fetch), "--concurrency", str(args.concurrency),
         ]  # fmt: skip
-        nginx.start(run_dir / "scrapy-access.log")
-        try:
-            print("scrapy ...", flush=True)
-            wall, cpu, rss, pss = measure(scrapy_command, run_dir / "scrapy.out")
-        finally:
-            nginx.stop()
-        runs.append(judge("scrapy", "scrapy-bench", web, seeds, run_dir / "scrapy-access.log", wall, cpu, rss, pss))
+        runs.append(crawl("scrapy", "scrapy-bench", scrapy_command))
 
-    print(f"\nweb: {args.hosts} hosts, {len(web.all_urls())} URLs; each crawler asked for {args.fetch} pages")
-    header = f"{'':12}{'pages':>8}{'pages/s':>10}{'CPU ms/page':>13}{'peak RSS MB':>13}{'peak PSS MB':>13}"
-    header += f"{'robots viol.':>14}"
+    print(
+        f"\nweb ({args.web}): {args.hosts} hosts, {len(web.all_urls())} URLs; each crawler asked for {args.fetch} pages"
+    )
+    header = f"{'':14}{'pages':>8}{'pages/s':>10}{'CPU ms/page':>13}{'steady ms/req':>15}{'steady req/s':>14}"
+    header += f"{'peak RSS MB':>13}{'peak PSS MB':>13}{'robots viol.':>14}"
     print(header + f"{'dup fetches':>13}{'overlaps':>10}")
     for run in runs:
         print(
-            f"{run.name:12}{run.pages:>8}{run.pages_per_second:>10.1f}{run.cpu_ms_per_page:>13.2f}"
-            f"{run.peak_rss_mb:>13.0f}{run.peak_pss_mb:>13.0f}{run.robots_violations:>14}{run.duplicate_fetches:>13}{run.host_overlaps:>10}"
+            f"{run.name:14}{run.pages:>8}{run.pages_per_second:>10.1f}{run.cpu_ms_per_page:>13.2f}"
+            f"{run.steady_cpu_ms_per_request:>15.2f}{run.steady_requests_per_second:>14.1f}"
+            f"{run.peak_rss_mb:>13.0f}{run.peak_pss_mb:>13.0f}{run.robots_violations:>14}{run.duplicate_fetches:>13}"
+            f"{run.host_overlaps:>10}"
         )
-    if len(runs) == 2:
-        ours, theirs = runs
+    ours = [run for run in runs if run.name.startswith("crawlspace")]
+    baseline = [run for run in runs if run.name.startswith("baseline")]
+    scrapy = [run for run in runs if run.name == "scrapy"]
+    if baseline:
+        ratio = median(b.cpu_ms_per_page for b in baseline) / median(o.cpu_ms_per_page for o in ours)
+        rate = median(o.pages_per_second for o in ours) / median(b.pages_per_second for b in baseline)
         print(
-            f"\nScrapy / crawlspace: CPU per page {theirs.cpu_ms_per_page / ours.cpu_ms_per_page:.1f}x, "
-            f"pages/s {ours.pages_per_second / theirs.pages_per_second:.2f}x (crawlspace faster when > 1), "
-            f"peak RSS {theirs.peak_rss_mb / ours.peak_rss_mb:.2f}x, "
-            f"peak PSS {theirs.peak_pss_mb / ours.peak_pss_mb:.2f}x"
+            f"\nbaseline / crawlspace (medians): CPU per page {ratio:.2f}x, pages/s {rate:.2f}x "
+            "(crawlspace better when > 1)"
+        )
+    if scrapy:
+        theirs, best = scrapy[0], ours[0]
+        print(
+            f"\nScrapy / crawlspace: CPU per page {theirs.cpu_ms_per_page / best.cpu_ms_per_page:.1f}x, "
+            f"pages/s {best.pages_per_second / theirs.pages_per_second:.2f}x (crawlspace faster when > 1), "
+            f"peak RSS {theirs.peak_rss_mb / best.peak_rss_mb:.2f}x, "
+            f"peak PSS {theirs.peak_pss_mb / best.peak_pss_mb:.2f}x"
         )
     if args.profile:
         print(f"\nwhere crawlspace's time goes (py-spy samples of all its processes, {profile}):")

@@ -266,12 +266,14 @@ def stages(
     assignment: Assignment | None,
     wake: Callable[[], None],
     send_batches: Callable[[], None],
+    send_soon: Callable[[], None],
     stop: Callable[[str], None],
     stopping: Callable[[], bool],
 ) -> Stages:
     """Wire the stages over the components: they share `stats` (a resumed crawl's, when resuming) and
     write to `ledger`. `wake`: URLs, addresses or processed pages may let the dispatcher go on;
-    `send_batches`: a batch for another partition is full; `stop`: the cluster stops the crawl;
+    `send_batches`: a batch for another partition is full; `send_soon`: one is open (sent within the
+    partition's send interval); `stop`: the cluster stops the crawl;
     `stopping`: is the crawl stopping (no DNS prefetch then)."""
     router = None
     if peers is not None:
@@ -291,6 +293,7 @@ def stages(
         sitemap_max_files=config.sitemap_max_files,
         wake=wake,
         send_batches=send_batches,
+        send_soon=send_soon,
     )
     recorder = FetchRecorder(
         config,

@@ -143,6 +143,7 @@ class CrawlEngine:
             assignment=assignment,
             wake=self._changed.set,
             send_batches=self._send_batches,
+            send_soon=self._send_soon,
             stop=self.stop,
             stopping=lambda: self._stopping,
         )
@@ -276,6 +277,10 @@ class CrawlEngine:
     def _send_batches(self) -> None:
         if self.partition is not None:
             self.partition.send_batches()
+
+    def _send_soon(self) -> None:
+        if self.partition is not None:
+            self.partition.send_soon()
 
     async def repartition(self) -> bool:
         """A resize's phase instead of `connect`: hand over the hosts that are others' now, take in

@@ -14,7 +14,7 @@ sitemap files bypass the filter (the site owner named them) but not the URL-seen
 
 Sans-IO: no sockets, no clock, no event loop. `wake` is called when URLs entered the frontier
 (the dispatcher may have been waiting for them), `send_batches` when a batch for another
-partition filled up.
+partition filled up, `send_soon` when one holds URLs (it leaves within the send interval).
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ class LinkPipeline:
         sitemap_max_files: int,
         wake: Callable[[], None],
         send_batches: Callable[[], None],
+        send_soon: Callable[[], None],
     ) -> None:
         self.normalizer = normalizer
         self.url_filter = url_filter
@@ -91,6 +92,7 @@ class LinkPipeline:
         self._replay_admitted: list[FrontierEntry] = []
         self._wake = wake
         self._send_batches = send_batches
+        self._send_soon = send_soon
 
     def __repr__(self) -> str:
         return f"LinkPipeline({self.urlset.pending} buffered, {len(self.sitemaps)} sitemaps in the frontier)"
@@ -196,6 +198,8 @@ class LinkPipeline:
             entries, full = self.router.route(entries)
             if full:
                 self._send_batches()
+            elif self.router.outbox.pending:
+                self._send_soon()
         self.ledger.submitted(entries)
         buffered = self.urlset.submit_many([self._fingerprint(entry.url) for entry in entries], entries)
         self.stats.duplicate_urls += len(entries) - buffered  # known to the URL set's cache

@@ -72,6 +72,7 @@ def _word_byte_table() -> npt.NDArray[np.uint64]:
 
 
 _WORD_BYTES = _word_byte_table()
+_IN_WORD = _WORD_BYTES != 0
 
 
 def fmix64(values: U64) -> U64:
@@ -125,14 +126,17 @@ class Shingler:
         carry: tuple[int, int] | None = None  # (polynomial hash, length) of a word the last block ended in
         for first in range(0, len(text), self.block_chars):
             data = np.frombuffer(text[first : first + self.block_chars].encode("utf-8", "surrogatepass"), np.uint8)
-            codes = np.take(_WORD_BYTES, data)  # 0 outside words; a take is faster than an index here
-            in_word = codes != 0
-            edges = np.diff(in_word.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-            starts = np.flatnonzero(edges == 1)
-            ends = np.flatnonzero(edges == -1)
-            prefix = np.empty(data.size + 1, np.uint64)
+            size = data.size
+            # word boundaries: where the in-word flag changes, with a non-word byte on either side;
+            # they alternate start, end, start, end... (one pass instead of a diff and two compares)
+            flags = np.zeros(size + 2, np.bool_)
+            np.take(_IN_WORD, data, out=flags[1:-1])
+            boundaries = np.flatnonzero(flags[1:] != flags[:-1])
+            starts, ends = boundaries[0::2], boundaries[1::2]
+            prefix = np.empty(size + 1, np.uint64)
             prefix[0] = 0
-            np.cumsum(codes * self._pow[: data.size], out=prefix[1:])
+            np.multiply(np.take(_WORD_BYTES, data), self._pow[:size], out=prefix[1:])  # 0 outside words
+            np.cumsum(prefix[1:], out=prefix[1:])
             hashes = (prefix[ends] - prefix[starts]) * self._inv_pow[starts]  # polynomial, before mixing
             lengths = (ends - starts).astype(np.uint64)
             finished: list[U64] = []

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+PAGE_STYLES = ("plain", "realistic")
 MAX_HOSTS = 64_000
 """Hosts are numbered into the last two octets of 127.R.x.y (x.y never .0 or .255 in y)."""
 
@@ -63,6 +64,11 @@ class SimWebConfig:
     """That many hosts share one IP address (per-IP politeness); 0 or 1: every host has its own."""
     port: int = 80
     """TCP port of every host; URLs carry it explicitly when it is not 80."""
+    page_style: str = "plain"
+    """"plain": paragraphs of text with links in them (what the tests were written against);
+    "realistic": the same text and links inside a per-site template of metadata, inline scripts and
+    styles, navigation, sidebar and footer boilerplate, and robots.txt files padded with groups for
+    other crawlers (simweb/template.py; the benchmarks' heavy web)."""
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str]] = [
@@ -90,6 +96,7 @@ class SimWebConfig:
             (self.bandwidth >= 0, "bandwidth must be >= 0"),
             (0 <= self.shared_ip_hosts <= self.hosts, "shared_ip_hosts must be in 0..hosts"),
             (1 <= self.port <= 65535, "port must be in 1..65535"),
+            (self.page_style in PAGE_STYLES, f"page_style must be one of {', '.join(PAGE_STYLES)}"),
         ]
         for ok, message in checks:
             if not ok:

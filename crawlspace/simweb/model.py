@@ -57,6 +57,20 @@ class LinkForm(enum.IntEnum):
     FRAGMENT = 10  # p3.html#sec2
 
 
+_MASK = (1 << 64) - 1
+
+
+def mix(*values: int) -> int:
+    """splitmix64 over a sequence of integers: a stable hash (Python's hash() is salted per process)."""
+    state = 0x9E3779B97F4A7C15
+    for value in values:
+        state = ((state ^ (value & _MASK)) + 0x9E3779B97F4A7C15) & _MASK
+        state = ((state ^ (state >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        state = ((state ^ (state >> 27)) * 0x94D049BB133111EB) & _MASK
+        state ^= state >> 31
+    return state
+
+
 FORM_WEIGHTS = (0.12, 0.22, 0.08, 0.08, 0.18, 0.05, 0.05, 0.05, 0.05, 0.05, 0.07)
 
 MAILTO = -1

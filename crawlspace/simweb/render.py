@@ -14,6 +14,7 @@ does not depend on the URL they are served at.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -26,11 +27,12 @@ from crawlspace.simweb.model import (
     LinkForm,
     Response,
     WebData,
+    mix,
 )
 from crawlspace.simweb.robots import RobotsKind, robots_status, robots_text
+from crawlspace.simweb.template import SiteTemplate
 from crawlspace.simweb.text import PARAGRAPHS, Corpus
 
-_MASK = (1 << 64) - 1
 HTML = "text/html; charset=utf-8"
 TEXT = "text/plain; charset=utf-8"
 INTRO_WORDS = 30
@@ -51,17 +53,6 @@ _MONTHS = (
     "November",
     "December",
 )
-
-
-def mix(*values: int) -> int:
-    """splitmix64 over a sequence of integers: a stable hash (Python's hash() is salted per process)."""
-    state = 0x9E3779B97F4A7C15
-    for value in values:
-        state = ((state ^ (value & _MASK)) + 0x9E3779B97F4A7C15) & _MASK
-        state = ((state ^ (state >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-        state = ((state ^ (state >> 27)) * 0x94D049BB133111EB) & _MASK
-        state ^= state >> 31
-    return state
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +106,7 @@ class Renderer:
         self.paragraph_bytes = corpus.paragraph_bytes()
         self.port = data.config.port
         self._titles: dict[int, str] = {}
+        self.template = SiteTemplate(corpus.words, self.seed) if data.config.page_style == "realistic" else None
 
     # -- words -----------------------------------------------------------------------------------
     def title(self, node: int) -> str:
@@ -229,17 +221,23 @@ class Renderer:
         host = int(data.page_host[page])
         base = int(data.page_base[page])
         base_element = f'<base href="{data.origin(host)}{DIRS[base]}">' if base >= 0 else ""
-        parts = [
-            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>',
-            title,
-            "</title>",
-            base_element,
-            "</head>\n<body>\n<h1>",
-            title,
-            '</h1>\n<p class="intro">',
-            self.intro(page, changed_words),
-            "</p>\n",
-        ]
+        intro = self.intro(page, changed_words)
+        links: Sequence[RenderedLink] = self.page_links(page)
+        template = self.template
+        if template is None:
+            parts = [
+                '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>',
+                title,
+                "</title>",
+                base_element,
+                "</head>\n<body>\n",
+            ]
+            text_links, sidebar, footer = links, links[:0], links[:0]
+        else:
+            nav, text_links, sidebar, footer = template.split_links(links)
+            description = intro[: intro.find(" ", 120) if len(intro) > 120 else len(intro)]
+            parts = [template.head(host, title, description, base_element), template.header(host, nav)]
+        parts += ["<h1>", title, '</h1>\n<p class="intro">', intro, "</p>\n"]
         key = mix(self.seed, page, 4)
         stride = 1 + (key >> 13) % (PARAGRAPHS - 1)
         current = key % PARAGRAPHS
@@ -249,12 +247,14 @@ class Renderer:
             chosen.append(current)
             budget -= self.paragraph_bytes[current] + 8
             current = (current + stride) % PARAGRAPHS
-        links = self.page_links(page)
         paragraphs = self.corpus.paragraphs
-        count, n_links = len(chosen), len(links)
+        count, n_links = len(chosen), len(text_links)
+        opening, closing = "<p>", "</p>\n"
         for j, paragraph in enumerate(chosen):
             text = paragraphs[paragraph]
-            here = links[j * n_links // count : (j + 1) * n_links // count]
+            if template is not None:
+                opening, closing = template.block(j)
+            here = text_links[j * n_links // count : (j + 1) * n_links // count]
             if here:
                 cut = text.find(". ") + 2
                 anchors = " ".join(
@@ -263,10 +263,10 @@ class Renderer:
                     else f'<a href="{link.href}">{link.anchor}</a>'
                     for link in here
                 )
-                parts += ["<p>", text[:cut], anchors, " ", text[cut:], "</p>\n"]
+                parts += [opening, text[:cut], anchors, " ", text[cut:], closing]
             else:
-                parts += ["<p>", text, "</p>\n"]
-        parts.append("</body></html>\n")
+                parts += [opening, text, closing]
+        parts.append("</body></html>\n" if template is None else template.footer(host, page, sidebar, footer))
         return "".join(parts).encode()
 
     def small_page(self, title: str, text: str) -> bytes:
@@ -323,6 +323,8 @@ class Renderer:
         if status != 200:
             return Response(status, HTML, self.error_body(status, "/robots.txt"))
         text = robots_text(kind, base_url=self.data.origin(host), crawl_delay=self.data.config.robots_crawl_delay)
+        if self.template is not None:
+            text = self.template.robots(host, text)
         return Response(200, TEXT, text.encode())
 
     def node_response(self, node: int) -> Response:

@@ -13,9 +13,9 @@ from crawlspace.simweb import SimWeb, SimWebConfig
 from crawlspace.urls import InvalidURL, normalize, url_fingerprint
 
 
-@pytest.fixture(scope="module")
-def web() -> SimWeb:
-    return SimWeb.generate(SimWebConfig(hosts=40, seed=13))
+@pytest.fixture(scope="module", params=["plain", "realistic"])
+def web(request: pytest.FixtureRequest) -> SimWeb:
+    return SimWeb.generate(SimWebConfig(hosts=40, seed=13, page_style=request.param))
 
 
 def test_links_match_the_ground_truth(web: SimWeb) -> None:
@@ -37,3 +37,14 @@ def test_links_match_the_ground_truth(web: SimWeb) -> None:
             compared += 1
             forms += expected.href != expected.target
     assert compared > 5000 and forms > 2000  # most hrefs are spelled differently from their target
+
+
+def test_realistic_pages_keep_scripts_and_boilerplate_out_of_the_text() -> None:
+    web = SimWeb.generate(SimWebConfig(hosts=10, seed=13, page_style="realistic", mean_out_links=50))
+    url = next(url for url, status in web.all_urls().items() if status == 200)
+    body = web.body(url)
+    page = parse_html(body, url, "text/html; charset=utf-8", agent="crawlspace")
+    assert b"<script>" in body and b"<style>" in body and b'<nav class="site-nav"' in body
+    assert "function " not in page.text and "{" not in page.text  # scripts and styles are not text
+    assert "All rights reserved" in page.text  # the footer's boilerplate is
+    assert len(page.text) < 0.6 * len(body)
