@@ -46,7 +46,7 @@ from crawlspace.crawl.telemetry import (
 )
 from crawlspace.distributed.assignment import Assignment
 from crawlspace.distributed.budget import Budget, PageBudget
-from crawlspace.distributed.protocols import Peers
+from crawlspace.distributed.protocols import Peers, TransportHealth
 from crawlspace.dns import DNSFailure
 from crawlspace.dns.resolver import hostname_of_authority
 from crawlspace.fetch import Fetcher, FetchResult, Outcome
@@ -462,6 +462,7 @@ class CrawlEngine:
             robots_cached=len(self.robots),
             dns_cached=len(self.resolver),
             **self.extensions.gauges(),
+            transport_down=int(not self.peers.connected) if isinstance(self.peers, TransportHealth) else None,
         )
 
     # -- one lease ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ Contract for an implementer of `Peers`:
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from crawlspace.distributed.claims import Answer
 from crawlspace.distributed.splitter import Batch
@@ -79,3 +79,11 @@ class Peers(Protocol):
     async def close(self, termination: str = "") -> None:
         """Say how this partition ended (one that stops by itself stops the crawl), then disconnect."""
         ...
+
+
+@runtime_checkable
+class TransportHealth(Protocol):
+    """A transport through a server that can be lost while the partition crawls on (Redis): the engine
+    shows it in its progress (Gauges.transport_down) so that an operator sees a node cut off."""
+
+    connected: bool

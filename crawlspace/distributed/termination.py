@@ -41,9 +41,7 @@ def settled(answers: Mapping[int, ProbeAnswer]) -> bool:
     return all(answer.idle for answer in answers.values())
 
 
-def crawl_over(
-    previous: Mapping[int, ProbeAnswer] | None, current: Mapping[int, ProbeAnswer], partitions: int
-) -> bool:
+def crawl_over(previous: Mapping[int, ProbeAnswer] | None, current: Mapping[int, ProbeAnswer], partitions: int) -> bool:
     """Two consecutive complete rounds, both settled, with the same answers: the crawl has ended.
 
     `previous` is the last complete round kept by the caller (only a settled one is worth keeping:

@@ -49,6 +49,7 @@ class StoreOptions:
     flush_seconds: float = 1.0
     sync: bool = True
 
+
 @dataclass(slots=True)
 class StoreStats:
     pages: int = 0

@@ -48,9 +48,7 @@ async def linked(tmp_path: Path, store_near: bool) -> tuple[list[SocketMesh], li
     """Two started meshes, peers of each other; the coordinator's ends of their control channels."""
     ends = socket.socketpair()
     controls = [socket.socketpair() for _ in range(2)]
-    links = [
-        SocketMesh(k, 2, {1 - k: ends[k]}, controls[k][0], hold_until_settled=not store_near) for k in range(2)
-    ]
+    links = [SocketMesh(k, 2, {1 - k: ends[k]}, controls[k][0], hold_until_settled=not store_near) for k in range(2)]
     coordinator = [await Channel.over(theirs) for _, theirs in controls]
     for channel in coordinator:
         channel.send(["go"])

@@ -80,8 +80,16 @@ async def crawl_two(served: RunningServer, out: Path, network: MemoryNetwork) ->
             network.reconnect()
             stalled = 0
     else:
-        state = [(len(e.frontier), e.frontier.in_flight, e.links.pending, e.router and len(e.router.outbox.unacked),
-                  e.router and e.router.outbox.pending) for e in engines]
+        state = [
+            (
+                len(e.frontier),
+                e.frontier.in_flight,
+                e.links.pending,
+                e.router and len(e.router.outbox.unacked),
+                e.router and e.router.outbox.pending,
+            )
+            for e in engines
+        ]
         raise AssertionError(f"the crawl did not end: {network.probe()}, {network.counts}, {state}")
     for engine in engines:
         engine.stop("frontier-empty")
