@@ -145,6 +145,7 @@ class RedisBudget:
         if self._owed:
             try:
                 self._redis.hincrby(self._key, self._field, self._owed)
+                self._total += self._owed
                 self._owed = 0
             except REDIS_FAILURES:
                 log.warning("page budget: %d pages fetched while Redis was lost are not counted there", self._owed)

@@ -100,7 +100,7 @@ class RedisPeers:
         self._query_timeout = query_timeout
         self._resend_after = resend_after
         self._where = where
-        self._outgoing: deque[tuple[int, bytes]] = deque()
+        self._outgoing: deque[tuple[int, bytes, bool]] = deque()  # (peer, message, kept through a lost link)
         self._wake_writer = asyncio.Event()
         self._regained = asyncio.Event()
         self._unacked: dict[tuple[int, int], _Unacked] = {}
@@ -193,7 +193,9 @@ class RedisPeers:
             "node %d lost Redis at %s: crawling its own hosts; batches wait in its journal; retrying", self.index,
             self._where,
         )  # fmt: skip
-        self._outgoing.clear()  # batches among them are sent again from _unacked once the link is back
+        # batches are sent again from _unacked once the link is back, questions were answered None: both go;
+        # acknowledgements, answers and settlements wait for the link
+        self._outgoing = deque(item for item in self._outgoing if item[2])
         for _, future in self._queries.values():
             if not future.done():
                 future.set_result(None)
@@ -217,10 +219,11 @@ class RedisPeers:
         self.connected = True
         log.warning("node %d has Redis back after %.1f s", self.index, time.monotonic() - self._lost_at)
         self._resend(list(self._unacked.values()))  # it may have lost its last second of writes
+        self._wake_writer.set()  # what waited for the link
         self._regained.set()
 
-    def _queue(self, peer: int, message: bytes) -> None:
-        self._outgoing.append((peer, message))
+    def _queue(self, peer: int, message: bytes, *, keep: bool = True) -> None:
+        self._outgoing.append((peer, message, keep))
         self._wake_writer.set()
 
     async def _write(self) -> None:
@@ -239,9 +242,13 @@ class RedisPeers:
         while self._outgoing and self.connected:
             chunk = [self._outgoing.popleft() for _ in range(min(WRITE_CHUNK, len(self._outgoing)))]
             pipe = self._redis.pipeline(transaction=False)
-            for peer, message in chunk:
+            for peer, message, _ in chunk:
                 pipe.xadd(self._keys.stream(peer), {b"m": message})
-            await pipe.execute()
+            try:
+                await pipe.execute()
+            except BaseException:
+                self._outgoing.extendleft(reversed(chunk))  # some may have been written: repeats are harmless
+                raise
 
     # -- URL batches -------------------------------------------------------------------------
 
@@ -256,7 +263,8 @@ class RedisPeers:
         self.sent += len(batches)
         for batch in batches:
             urls = [(entry.url, entry.depth, entry.hops) for entry in batch.entries]
-            self._queue(batch.peer, wire.encode(wire.UrlBatch(self.index, batch.number, urls, batch.forward)))
+            message = wire.encode(wire.UrlBatch(self.index, batch.number, urls, batch.forward))
+            self._queue(batch.peer, message, keep=False)
 
     def _resend(self, waiting: list[_Unacked]) -> None:
         now = time.monotonic()
@@ -296,7 +304,8 @@ class RedisPeers:
         future: asyncio.Future[Answer | None] = asyncio.get_running_loop().create_future()
         self._queries[number] = (owner, future)
         if owner != self.index:
-            self._queue(owner, wire.encode(wire.ContentQuestion(self.index, number, body_fingerprint, url, fetched_at)))
+            question = wire.ContentQuestion(self.index, number, body_fingerprint, url, fetched_at)
+            self._queue(owner, wire.encode(question), keep=False)
         try:
             return await asyncio.wait_for(future, timeout=self._query_timeout)
         except TimeoutError:

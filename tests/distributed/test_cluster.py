@@ -1,0 +1,119 @@
+"""Cluster control through Redis: joining (published configuration, refusals naming the differing keys),
+one process per node, the leader's termination rounds, the password kept out of every message."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import redis.asyncio
+
+from crawlspace.config import CrawlConfig
+from crawlspace.distributed import wire
+from crawlspace.distributed.cluster import ClusterControl, ClusterSpec, join, published_config, read_meta
+from crawlspace.distributed.redislink import ClusterError, redact
+from crawlspace.distributed.redisstreams import RedisPeers
+from tests.conftest import run_cli
+from tests.distributed.redis_server import RedisServer, free_port
+from tests.distributed.test_redis_peers import FakeInbox, until
+
+SEEDS = ["http://a.test/", "http://b.test/"]
+
+
+def spec(server: RedisServer, node: int, nodes: int = 3) -> ClusterSpec:
+    return ClusterSpec(server.url, node, nodes, "joined")
+
+
+def test_the_first_node_publishes_and_the_others_must_agree(redis_server: RedisServer) -> None:
+    config = CrawlConfig(min_delay=0.5, max_depth=3, concurrency=8)
+
+    async def run() -> None:
+        connection = redis.asyncio.Redis.from_url(redis_server.url)
+        first = await join(connection, spec(redis_server, 0), config, SEEDS, resume=False)
+        assert first.publisher and first.seeds == SEEDS
+        meta = await read_meta(connection, spec(redis_server, 0).keys)
+        assert meta is not None and published_config(meta).max_depth == 3
+        assert "concurrency" not in meta["config"]  # a node's own: sizes one machine
+        other = await join(connection, spec(redis_server, 1), config.replace(concurrency=64), [], resume=False)
+        assert not other.publisher and other.seeds == SEEDS
+        with pytest.raises(ClusterError, match=r"max_depth \(crawl: 3, this node: 5\).*min_delay \(crawl: 0.5"):
+            await join(connection, spec(redis_server, 2), config.replace(max_depth=5, min_delay=1.0), [], resume=False)
+        with pytest.raises(ClusterError, match="has run before: continue it with --resume"):
+            await join(connection, spec(redis_server, 1), config, [], resume=False)
+        assert not (await join(connection, spec(redis_server, 1), config, [], resume=True)).publisher
+        with pytest.raises(ClusterError, match="has 3 nodes, this node says 2: resizing"):
+            await join(connection, spec(redis_server, 1, nodes=2), config, [], resume=True)
+        with pytest.raises(ClusterError, match="other seeds"):
+            await join(connection, spec(redis_server, 2), config, ["http://c.test/"], resume=False)
+        with pytest.raises(ClusterError, match="no crawl 'nothing'"):
+            await join(connection, ClusterSpec(redis_server.url, 1, 3, "nothing"), config, [], resume=False)
+        await connection.aclose()
+
+    asyncio.run(run())
+
+
+def test_one_process_per_node(redis_server: RedisServer) -> None:
+    async def run() -> None:
+        connection = redis.asyncio.Redis.from_url(redis_server.url)
+        holder = ClusterControl(connection, spec(redis_server, 0))
+        await holder.acquire()
+        with pytest.raises(ClusterError, match="node 0 of crawl 'joined' is running already"):
+            await ClusterControl(connection, spec(redis_server, 0)).acquire(wait=0.3)
+        await holder.close()  # released: the next process takes it at once
+        await ClusterControl(connection, spec(redis_server, 0)).acquire(wait=0.0)
+        await connection.aclose()
+
+    asyncio.run(run())
+
+
+def test_the_leader_ends_the_crawl_only_when_every_node_is_idle_and_nothing_moved(redis_server: RedisServer) -> None:
+    async def run() -> None:
+        nodes = [
+            RedisPeers(redis.asyncio.Redis.from_url(redis_server.url), spec(redis_server, k).keys, k, 3)
+            for k in range(3)
+        ]
+        inboxes = [FakeInbox() for _ in nodes]
+        controls = [
+            ClusterControl(redis.asyncio.Redis.from_url(redis_server.url), spec(redis_server, k), round_interval=0.3)
+            for k in range(3)
+        ]
+        for node, inbox, control in zip(nodes, inboxes, controls, strict=True):
+            await node.start(inbox)
+            await control.acquire()
+            control.start()
+        nodes[0].idle = nodes[1].idle = True  # node 2 is busy
+        await until(lambda: sum(control.rounds for control in controls) >= 5)
+        assert sum(control.leading for control in controls) == 1
+        assert not any(inbox.stops for inbox in inboxes)
+        nodes[2].idle = True
+        await until(lambda: all(inbox.stops == ["frontier-empty"] for inbox in inboxes))
+        connection = redis.asyncio.Redis.from_url(redis_server.url)
+        stop = wire.decode(await connection.get(spec(redis_server, 0).keys.stop), wire.Stop)
+        assert stop.reason == "frontier-empty" and controls[stop.node].leading
+        for node, control in zip(nodes, controls, strict=True):
+            await node.close()
+            await control.close()
+        await connection.aclose()
+
+    asyncio.run(run())
+
+
+def test_the_password_is_redacted() -> None:
+    assert redact("redis://:hunter2@db.example:6380/2") == "redis://:***@db.example:6380/2"
+    assert redact("rediss://crawler:hunter2@10.0.0.1/0?ssl_ca_certs=/x") == "rediss://crawler:***@10.0.0.1/0"
+    assert "hunter2" not in repr(ClusterSpec("redis://:hunter2@h:1/0", 0, 1))
+
+
+def test_an_unreachable_redis_is_a_one_line_error_without_the_password(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://a.test/\n")
+    url = f"redis://:hunter2@127.0.0.1:{free_port()}/0"
+    result = run_cli(
+        "crawl", str(seeds), "--out", str(tmp_path / "n0"), "--cluster", url, "--node", "0", "--nodes", "2"
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("crawlspace: error: cannot reach Redis at redis://:***@127.0.0.1:")
+    assert len(result.stderr.strip().splitlines()) == 1 and "hunter2" not in result.stderr
+    result = run_cli("status", "--cluster", url)
+    assert result.returncode == 2 and "hunter2" not in result.stderr and "cannot reach Redis" in result.stderr
