@@ -3,8 +3,8 @@
 The counter is a hash of what each node claimed (`Keys.budget`: node -> pages), and a claim is one
 Lua script (atomic in Redis): the total of the hash, and a grant of at most what is left. A node
 claims pages in small blocks and hands them to its fetches from memory, so a fetch costs a Redis round
-trip only once a block (the block shrinks as the budget runs out, to 1 near the end, so that no node
-sits on pages another could fetch). A block unused for `IDLE_RETURN` seconds, or at the end, is given
+trip only once a block (one page at a time for the last 4 x nodes x BLOCK pages, so that no node sits
+on pages another could fetch when the budget runs out: the crawl fetches exactly `max_pages`). A block unused for `IDLE_RETURN` seconds, or at the end, is given
 back. `Budget.claim` is synchronous (the engine asks it right before a fetch), so the budget keeps a
 synchronous client of its own: one short round trip per block.
 
@@ -103,8 +103,9 @@ class RedisBudget:
         """A block from Redis; False when the server could not be asked (the reserve stays empty)."""
         if time.monotonic() < self._retry_at:
             return False
-        left = self.limit - self._total
-        block = max(1, min(BLOCK, left // (2 * self._nodes)))
+        # near the end one page at a time: a block held by one node when another finds the budget spent
+        # would end the crawl short of its limit
+        block = BLOCK if self.limit - self._total > 4 * self._nodes * BLOCK else 1
         try:
             if self._owed:
                 self._redis.hincrby(self._key, self._field, self._owed)

@@ -4,19 +4,23 @@ one process per node, the leader's termination rounds, the password kept out of 
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis.asyncio
+import trustme
 
 from crawlspace.config import CrawlConfig
 from crawlspace.distributed import wire
 from crawlspace.distributed.cluster import ClusterControl, ClusterSpec, join, published_config, read_meta
-from crawlspace.distributed.redislink import ClusterError, redact
+from crawlspace.distributed.redisbudget import RedisBudget
+from crawlspace.distributed.redislink import ClusterError, Keys, redact
 from crawlspace.distributed.redisstreams import RedisPeers
 from tests.conftest import run_cli
 from tests.distributed.redis_server import RedisServer, free_port
-from tests.distributed.test_redis_peers import FakeInbox, until
+from tests.distributed.test_redis_peers import FakeInbox, batch, until
 
 SEEDS = ["http://a.test/", "http://b.test/"]
 
@@ -117,3 +121,80 @@ def test_an_unreachable_redis_is_a_one_line_error_without_the_password(tmp_path:
     assert len(result.stderr.strip().splitlines()) == 1 and "hunter2" not in result.stderr
     result = run_cli("status", "--cluster", url)
     assert result.returncode == 2 and "hunter2" not in result.stderr and "cannot reach Redis" in result.stderr
+
+
+def test_a_joining_node_takes_the_published_configuration_and_is_refused_for_what_it_changes(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    published = CrawlConfig(min_delay=0.25, allow_private_addresses=True, max_depth=2)
+
+    async def publish() -> None:
+        connection = redis.asyncio.Redis.from_url(redis_server.url)
+        await join(connection, ClusterSpec(redis_server.url, 0, 2), published, SEEDS, resume=False)
+        await connection.aclose()
+
+    asyncio.run(publish())
+    base = ["crawl", "--out", str(tmp_path / "n1"), "--cluster", redis_server.url, "--node", "1", "--nodes", "2"]
+    refused = run_cli(*base, "--min-delay", "1", "--concurrency", "3")
+    assert refused.returncode == 2
+    assert "configuration differs from crawl 'crawl''s: min_delay (crawl: 0.25, this node: 1.0)" in refused.stderr
+    assert "concurrency" not in refused.stderr  # a node's own
+    resized = run_cli(*base[:-1], "3")
+    assert resized.returncode == 2 and "has 2 nodes, this node says 3" in resized.stderr
+
+
+def test_a_resume_with_another_number_of_nodes_is_refused(redis_server: RedisServer, tmp_path: Path) -> None:
+    node = tmp_path / "node1"
+    node.mkdir()
+    (node / "cluster.json").write_text(json.dumps({"crawl_id": "crawl", "node": 1, "nodes": 3}))
+    result = run_cli("crawl", "--resume", str(node), "--cluster", redis_server.url, "--nodes", "2")
+    assert result.returncode == 2
+    assert "is node 1 of 3: resuming a cluster crawl with another number of nodes" in result.stderr
+    other = run_cli("crawl", "--resume", str(node), "--cluster", redis_server.url, "--node", "0")
+    assert other.returncode == 2 and "is node 1 of its crawl, not node 0" in other.stderr
+
+
+@pytest.fixture
+def tls_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """redis-server on TLS only (Debian's build has it), its certificate from a trustme CA."""
+    authority = trustme.CA()
+    certificate = authority.issue_cert("127.0.0.1")
+    files = tmp_path / "tls"
+    files.mkdir()
+    authority.cert_pem.write_to_path(str(files / "ca.pem"))
+    certificate.cert_chain_pems[0].write_to_path(str(files / "cert.pem"))
+    certificate.private_key_pem.write_to_path(str(files / "key.pem"))
+    server = RedisServer(tmp_path / "redis-tls", tls=(files / "ca.pem", files / "cert.pem", files / "key.pem"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def test_rediss_urls_carry_the_cluster_over_tls(tls_redis: RedisServer) -> None:
+    assert tls_redis.url.startswith("rediss://")
+
+    async def run() -> None:
+        nodes = [RedisPeers(redis.asyncio.Redis.from_url(tls_redis.url), Keys("tls"), k, 2) for k in range(2)]
+        inboxes = [FakeInbox() for _ in nodes]
+        for node, inbox in zip(nodes, inboxes, strict=True):
+            await node.start(inbox)
+        nodes[0].transmit([batch(1, 1, "http://tls.test/")])
+        await until(lambda: inboxes[0].acknowledged == [(1, 1)])
+        for node in nodes:
+            await node.close()
+        connection = redis.asyncio.Redis.from_url(tls_redis.url)
+        await join(connection, ClusterSpec(tls_redis.url, 0, 2), CrawlConfig(), SEEDS, resume=False)
+        await connection.aclose()
+
+    asyncio.run(run())
+    budget = RedisBudget(tls_redis.url, Keys("tls"), 0, 2, 5)
+    assert sum(budget.claim() for _ in range(10)) == 5
+    budget.close()
+    status = run_cli("status", "--cluster", tls_redis.url, "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["nodes"] == [{"node": 0, "state": "not-seen"}, {"node": 1, "state": "not-seen"}]
+    plain = tls_redis.url.replace("rediss://", "redis://").split("?")[0]
+    refused = run_cli("status", "--cluster", plain)
+    assert refused.returncode == 2 and "cannot reach Redis" in refused.stderr

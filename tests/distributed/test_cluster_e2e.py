@@ -57,7 +57,7 @@ class Cluster:
     def directory(self, node: int) -> Path:
         return self.base / f"node{node}"
 
-    def start(self, node: int, *, resume: bool = False) -> None:
+    def start(self, node: int, *, resume: bool = False, extra: tuple[str, ...] = ()) -> None:
         command = [sys.executable, "-m", "crawlspace", "crawl", "--cluster", self.server.url, "--no-progress"]
         if resume:
             command += ["--resume", str(self.directory(node))]
@@ -66,14 +66,14 @@ class Cluster:
             command += ["--hosts-file", str(self.web.hosts_file), "--concurrency", str(CONCURRENCY)]
             if node == 0:  # the first node: the seeds and the crawl's configuration
                 command += [str(self.web.seeds_file), "--allow-private-addresses", "--min-delay", str(MIN_DELAY)]
-                command += ["--max-seconds", "150"]
+                command += ["--max-seconds", "150", *extra]
         log = (self.base / f"node{node}.log").open("a")
         self.processes[node] = subprocess.Popen(
             command, stdout=log, stderr=log, text=True, env=dict(os.environ, PYTHONPATH=str(REPO))
         )
 
-    def start_all(self) -> None:
-        self.start(0)
+    def start_all(self, *extra: str) -> None:
+        self.start(0, extra=extra)
         time.sleep(1.0)  # the first node publishes the crawl; the others join it
         for node in range(1, NODES):
             self.start(node)
@@ -216,3 +216,13 @@ def test_redis_killed_and_restarted_loses_nothing(
     ]
     assert any(line.get("transport_down") == 1 for line in progress)  # the nodes said so while cut off
     assert all(line.get("transport_down") in (0, 1) for line in progress)
+
+
+def test_the_page_budget_is_the_whole_cluster_s(web: SimWeb, cluster: Cluster, served: RunningServer) -> None:
+    cluster.start_all("--max-pages", "60")
+    cluster.wait()
+    served.stop()
+    pages = [entry for entry in served.read_log() if entry.path != "/robots.txt"]
+    stats = [cluster.stats(node) for node in range(NODES)]
+    assert len(pages) == sum(int(s["pages_fetched"]) for s in stats) == 60  # type: ignore[call-overload]
+    assert {s["termination"] for s in stats} == {"max-pages"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from crawlspace.distributed.redisbudget import RedisBudget
+from crawlspace.distributed.redisbudget import BLOCK, RedisBudget
 from crawlspace.distributed.redislink import Keys
 from tests.distributed.redis_server import RedisServer
 
@@ -32,13 +32,14 @@ def test_nodes_claiming_at_once_never_take_more_than_the_limit(redis_server: Red
 
 
 def test_a_block_not_used_goes_back_to_the_others(redis_server: RedisServer) -> None:
-    first, second = (RedisBudget(redis_server.url, KEYS, node, 2, 10) for node in range(2))
+    first, second = (RedisBudget(redis_server.url, KEYS, node, 2, 1000) for node in range(2))
     assert first.claim()  # takes a block, uses one page of it
+    assert first._reserve == BLOCK - 1
     first.close()  # gives the rest back
     taken = 0
     while second.claim():
         taken += 1
-    assert taken == 9
+    assert taken == 999
     second.close()
 
 
