@@ -4,9 +4,9 @@ The counter is a hash of what each node claimed (`Keys.budget`: node -> pages), 
 Lua script (atomic in Redis): the total of the hash, and a grant of at most what is left. A node
 claims pages in small blocks and hands them to its fetches from memory, so a fetch costs a Redis round
 trip only once a block (one page at a time for the last 4 x nodes x BLOCK pages, so that no node sits
-on pages another could fetch when the budget runs out: the crawl fetches exactly `max_pages`). A block unused for `IDLE_RETURN` seconds, or at the end, is given
-back. `Budget.claim` is synchronous (the engine asks it right before a fetch), so the budget keeps a
-synchronous client of its own: one short round trip per block.
+on pages another could fetch when the budget runs out: the crawl fetches exactly `max_pages`). A block
+unused for `IDLE_RETURN` seconds, or at the end, is given back. `Budget.claim` is synchronous (the
+engine asks it right before a fetch), so the budget keeps a synchronous client of its own: one round trip a block.
 
 Resume: the hash already holds what the node claimed before it died, so `set_used` only raises the
 node's entry to what its checkpoint counted (a Redis that lost its data, or its last second, must not
