@@ -124,21 +124,18 @@ async def crawl_node(
     `on_engine` is told the engine once it exists (so that a stop can reach it)."""
     connection = await connect(spec.url)
     try:
-        return await _crawl_node(
-            connection, spec, config, out, seeds=seeds, resume=resume, record_start=record_start,
-            make_engine=make_engine, telemetry=telemetry, on_engine=on_engine,
-        )  # fmt: skip
+        return await _crawl_with(connection, spec, config, out, list(seeds), resume, record_start, make_engine,
+                                 telemetry, on_engine)  # fmt: skip
     finally:
         await connection.aclose()
 
 
-async def _crawl_node(
+async def _crawl_with(
     connection: redis.asyncio.Redis,
     spec: ClusterSpec,
     config: CrawlConfig,
     out: Path,
-    *,
-    seeds: Sequence[str],
+    seeds: list[str],
     resume: bool,
     record_start: Callable[[list[str]], list[str] | None],
     make_engine: Callable[..., Any],
@@ -146,7 +143,7 @@ async def _crawl_node(
     on_engine: Callable[[Any], None],
 ) -> CrawlStats:
     try:
-        joined = await join(connection, spec, config, list(seeds), resume=resume)
+        joined = await join(connection, spec, config, seeds, resume=resume)
     except REDIS_FAILURES as exc:
         raise ClusterError(f"Redis at {spec.where} failed while this node joined: {exc}") from None
     if joined.previous_stop:
