@@ -35,7 +35,7 @@ import itertools
 import logging
 import time
 from collections import Counter, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio
@@ -65,8 +65,32 @@ ANSWERS_TTL = 120  # seconds a round's answers stay in Redis
 @dataclass(slots=True)
 class _Unacked:
     batch: Batch
-    sent_at: float
-    wait: float
+    sent_at: float  # its last transmission
+    wait: float  # before the next resend
+    first_sent: float  # for the batch latency: transmitted to acknowledged
+
+
+@dataclass
+class WireCounters:
+    """What went over the wire, for stats.json's `transport` section and the benchmark."""
+
+    messages_out: int = 0
+    bytes_out: int = 0
+    messages_in: int = 0
+    bytes_in: int = 0
+    latencies: list[float] = field(default_factory=list)  # seconds from transmit to acknowledgement
+
+    def report(self) -> dict[str, Any]:
+        ordered = sorted(self.latencies)
+
+        def quantile(q: float) -> float | None:
+            return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2) if ordered else None
+
+        return {
+            "messages_out": self.messages_out, "bytes_out": self.bytes_out, "messages_in": self.messages_in,
+            "bytes_in": self.bytes_in, "batches_acknowledged": len(ordered),
+            "batch_latency_ms_p50": quantile(0.5), "batch_latency_ms_p99": quantile(0.99),
+        }  # fmt: skip
 
 
 class RedisPeers:
@@ -92,6 +116,7 @@ class RedisPeers:
         self.idle = False
         self.connected = True
         self.errors: Counter[str] = Counter()  # the engine's, once attached: malformed messages, lost links
+        self.wire = WireCounters()
         self._redis = connection
         self._keys = keys
         self._stream = keys.stream(index)
@@ -244,6 +269,8 @@ class RedisPeers:
             pipe = self._redis.pipeline(transaction=False)
             for peer, message, _ in chunk:
                 pipe.xadd(self._keys.stream(peer), {b"m": message})
+                self.wire.messages_out += 1
+                self.wire.bytes_out += len(message)
             try:
                 await pipe.execute()
             except BaseException:
@@ -255,7 +282,7 @@ class RedisPeers:
     def transmit(self, batches: list[Batch]) -> None:
         now = time.monotonic()
         for batch in batches:
-            self._unacked[(batch.peer, batch.number)] = _Unacked(batch, now, self._resend_after)
+            self._unacked[(batch.peer, batch.number)] = _Unacked(batch, now, self._resend_after, now)
         if self.connected:
             self._send_batches(batches)
 
@@ -385,6 +412,8 @@ class RedisPeers:
             if fields is None:  # deleted after it was read: nothing left to do
                 return True
             return self._malformed(entry_id, wire.WireError(f"no 'm' field (fields {sorted(fields)!r:.80})"))
+        self.wire.messages_in += 1
+        self.wire.bytes_in += len(data)
         try:
             message = wire.decode(data)
             sender = getattr(message, "sender", None)
@@ -402,7 +431,9 @@ class RedisPeers:
                 self.received += 1
                 self._queue(sender, wire.encode(wire.Ack(self.index, number)))
             case wire.Ack(sender=sender, number=number):
-                if self._unacked.pop((sender, number), None) is not None:
+                waited = self._unacked.pop((sender, number), None)
+                if waited is not None:
+                    self.wire.latencies.append(time.monotonic() - waited.first_sent)
                     inbox.batch_acknowledged(sender, number)
             case wire.ContentQuestion(sender=sender, number=number, fingerprint=fingerprint, url=url, fetched_at=at):
                 first = claims.claim(sender, number, fingerprint, url, at)

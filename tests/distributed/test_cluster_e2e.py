@@ -170,6 +170,11 @@ def test_three_nodes_fetch_what_one_process_fetches_once_each_and_politely(
     assert sum(int(s["pages_fetched"]) for s in stats) == len(fetched)  # type: ignore[call-overload]
     assert all(int(s["pages_fetched"]) > 0 for s in stats)  # type: ignore[call-overload]
     assert stats[2]["errors"] == {"transport:malformed-message": 1}  # counted, skipped, nothing else
+    transport = [s["transport"] for s in stats]
+    assert all(
+        t["batches_acknowledged"] > 0 and t["batch_latency_ms_p99"] >= t["batch_latency_ms_p50"] > 0 for t in transport
+    )
+    assert sum(t["messages_out"] for t in transport) <= sum(t["messages_in"] for t in transport) + 1  # garbage read too
     assert sum(int(s["handed_over"]) for s in stats) > 0  # type: ignore[call-overload]  # hosts sharing an address moved
 
     for node in range(NODES):  # each node's directory is a crawl of its own, read like any other
