@@ -112,19 +112,21 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=150)
     parser.add_argument("--pages-per-host", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", default=",".join(CONFIGURATIONS), help="Comma-separated configurations to run.")
     args = parser.parse_args()
+    chosen = [name for name in CONFIGURATIONS if name in args.only.split(",")]
     web = SimWeb.generate(
         SimWebConfig(
             hosts=args.hosts, seed=5, mean_pages_per_host=args.pages_per_host, robots_crawl_delay=0.0,
             include_trap=False, shared_ip_hosts=max(2, args.hosts // 20),
         )
     )  # fmt: skip
-    results: dict[str, list[dict[str, float]]] = {name: [] for name in CONFIGURATIONS}
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in chosen}
     with tempfile.TemporaryDirectory(prefix="bench-distributed-") as temporary:
         base = Path(temporary)
         with serve_in_background(web, base / "web", seeds=20) as running:
             for number in range(args.rounds):
-                for name in CONFIGURATIONS:
+                for name in chosen:
                     kind, count = name.split("-")
                     where = base / f"round-{number}"
                     where.mkdir(exist_ok=True)
@@ -136,7 +138,7 @@ def main() -> None:
     print("| configuration | " + " | ".join(columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
     medians: dict[str, dict[str, float]] = {}
-    for name in CONFIGURATIONS:
+    for name in chosen:
         medians[name] = {c: statistics.median(r[c] for r in results[name]) for c in columns if c in results[name][0]}
         cells = [f"{medians[name][c]:.2f}" if c in medians[name] else "" for c in columns]
         print(f"| {name} | " + " | ".join(cells) + " |")

@@ -53,7 +53,8 @@ log = logging.getLogger(__name__)
 META_VERSION = 1
 LOCK_TTL = 6.0  # seconds a node's lock outlives its last renewal
 LEADER_TTL = 3.0
-TICK = 0.25  # how often the lock and the leadership are renewed, and a round may end
+TICK = 0.25  # how often a round may end
+RENEW_EVERY = 1.0  # how often the lock and the leadership are renewed (or the leadership sought)
 ROUND_INTERVAL = 0.5  # a leader's round: answers are read this long after the round began
 
 NODE_LOCAL = frozenset(
@@ -272,29 +273,25 @@ class ClusterControl:
         round_number = 0
         round_started = 0.0
         lock_lost = False
+        renewed_at = 0.0
         while True:
             await asyncio.sleep(TICK)
             try:
-                renewed = await self._renew(
-                    keys=[self._keys.lock(self._node)], args=[self._token, int(LOCK_TTL * 1000)]
-                )
-                # a lock that expired while Redis was away is taken again, unless another process has it
-                if not renewed and not await self._redis.set(
-                    self._keys.lock(self._node), self._token, nx=True, px=int(LOCK_TTL * 1000)
-                ):
-                    if not lock_lost:
-                        lock_lost = True
-                        log.error("node %d: another process holds this node's lock: stopping", self._node)
-                        self._on_lock_lost()
-                    continue
-                leading = bool(
-                    await self._redis.set(self._keys.leader, self._token, nx=True, px=int(LEADER_TTL * 1000))
-                ) or bool(await self._renew(keys=[self._keys.leader], args=[self._token, int(LEADER_TTL * 1000)]))
-                if leading != self.leading:
-                    self.leading = leading
-                    previous, round_number = None, 0
-                    if leading:
-                        log.info("node %d leads the termination rounds", self._node)
+                if time.monotonic() - renewed_at >= RENEW_EVERY:
+                    renewed_at = time.monotonic()
+                    if not await self._hold_lock():
+                        if not lock_lost:
+                            lock_lost = True
+                            log.error("node %d: another process holds this node's lock: stopping", self._node)
+                            self._on_lock_lost()
+                        continue
+                    leading = await self._lead()
+                    if leading != self.leading:
+                        self.leading = leading
+                        previous, round_number = None, 0
+                        if leading:
+                            log.info("node %d leads the termination rounds", self._node)
+                leading = self.leading
                 if not leading or time.monotonic() - round_started < self._round_interval:
                     continue
                 if round_number:
@@ -314,6 +311,21 @@ class ClusterControl:
             except redis.exceptions.ResponseError as exc:
                 raise_if_cancelled()
                 log.debug("cluster control: %s", exc)
+
+    async def _hold_lock(self) -> bool:
+        """Renew this node's lock; one that expired while Redis was away is taken again, unless another
+        process has it (False)."""
+        key, ttl = self._keys.lock(self._node), int(LOCK_TTL * 1000)
+        if await self._renew(keys=[key], args=[self._token, ttl]):
+            return True
+        return bool(await self._redis.set(key, self._token, nx=True, px=ttl))
+
+    async def _lead(self) -> bool:
+        """Keep the leadership, or take it if nobody has it."""
+        ttl = int(LEADER_TTL * 1000)
+        if self.leading and await self._renew(keys=[self._keys.leader], args=[self._token, ttl]):
+            return True
+        return bool(await self._redis.set(self._keys.leader, self._token, nx=True, px=ttl))
 
     async def _answers(self, round_number: int) -> dict[int, ProbeAnswer]:
         raw = await self._redis.hgetall(self._keys.answers(round_number))

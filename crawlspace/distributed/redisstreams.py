@@ -55,7 +55,7 @@ QUERY_TIMEOUT = 10.0  # seconds a content question waits for its owner
 UNRESPONSIVE_FOR = 30.0  # after a question timed out, its owner is not asked again for this long
 RESEND_AFTER = 60.0  # an unacknowledged batch is sent again after this long (then twice as long...)
 RESEND_MAX = 600.0
-CONTROL_INTERVAL = 0.1  # how often a node polls for a new termination round and for the stop
+CONTROL_INTERVAL = 0.2  # how often a node polls for a new termination round and for the stop
 READ_COUNT = 64  # stream entries per XREADGROUP
 BLOCK_MS = 1000  # a read waits this long for new entries (well under the client's socket timeout)
 WRITE_CHUNK = 256  # messages per pipeline
@@ -392,7 +392,10 @@ class RedisPeers:
                     pending_from = None
                     continue
                 pending_from = _text(entries[-1][0])
-            done = [entry_id for entry_id, fields in entries if self._handle(entry_id, fields)]
+            acks: dict[int, list[int]] = {}
+            done = [entry_id for entry_id, fields in entries if self._handle(entry_id, fields, acks)]
+            for sender, numbers in acks.items():  # once journaled (receive_urls returned True)
+                self._queue(sender, wire.encode(wire.Ack(self.index, numbers)))
             if done:
                 pipe = self._redis.pipeline(transaction=False)
                 pipe.xack(self._stream, GROUP, *done)
@@ -403,8 +406,9 @@ class RedisPeers:
                     raise_if_cancelled()
                     self._lost()
 
-    def _handle(self, entry_id: Any, fields: dict[bytes, bytes] | None) -> bool:
-        """Act on one entry; True when it is done with (acknowledge and delete it)."""
+    def _handle(self, entry_id: Any, fields: dict[bytes, bytes] | None, acks: dict[int, list[int]]) -> bool:
+        """Act on one entry; True when it is done with (acknowledge and delete it). Batches journaled are
+        added to `acks` (sender -> numbers), acknowledged together after the read."""
         inbox, claims = self._inbox, self._claims
         assert inbox is not None and claims is not None
         data = (fields or {}).get(b"m")
@@ -429,12 +433,14 @@ class RedisPeers:
                 if not inbox.receive_urls(entries, forwarded=forward):
                     return False  # not journaled: left pending, read again after a restart
                 self.received += 1
-                self._queue(sender, wire.encode(wire.Ack(self.index, number)))
-            case wire.Ack(sender=sender, number=number):
-                waited = self._unacked.pop((sender, number), None)
-                if waited is not None:
-                    self.wire.latencies.append(time.monotonic() - waited.first_sent)
-                    inbox.batch_acknowledged(sender, number)
+                acks.setdefault(sender, []).append(number)
+            case wire.Ack(sender=sender, numbers=numbers):
+                now = time.monotonic()
+                for number in numbers:
+                    waited = self._unacked.pop((sender, number), None)
+                    if waited is not None:
+                        self.wire.latencies.append(now - waited.first_sent)
+                        inbox.batch_acknowledged(sender, number)
             case wire.ContentQuestion(sender=sender, number=number, fingerprint=fingerprint, url=url, fetched_at=at):
                 first = claims.claim(sender, number, fingerprint, url, at)
                 if first is not None:

@@ -38,10 +38,11 @@ class UrlBatch(msgspec.Struct, array_like=True, tag="urls", frozen=True):
 
 
 class Ack(msgspec.Struct, array_like=True, tag="ack", frozen=True):
-    """The receiver (`sender` of the ack) journaled batch `number`: its sender may forget it."""
+    """The receiver (`sender` of the ack) journaled these batches of the node it is sent to: that node may
+    forget them. One message for every batch of one read, not one each."""
 
     sender: int
-    number: int
+    numbers: list[int]
 
 
 class ContentQuestion(msgspec.Struct, array_like=True, tag="cq", frozen=True):

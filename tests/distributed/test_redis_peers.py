@@ -149,7 +149,7 @@ def test_garbage_on_a_stream_is_counted_and_skipped(redis_server: RedisServer) -
         stream = KEYS.stream(1)
         await connection.xadd(stream, {b"m": b"\x00garbage\xff"})
         await connection.xadd(stream, {b"other": b"field"})
-        await connection.xadd(stream, {b"m": wire.encode(wire.Ack(7, 1))})  # from a node the crawl has not
+        await connection.xadd(stream, {b"m": wire.encode(wire.Ack(7, [1]))})  # from a node the crawl has not
         await connection.xadd(stream, {b"m": wire.encode(wire.Stop("x", 0))})  # no place on a stream
         nodes[0].transmit([batch(1, 1, "http://after.test/")])
         await until(lambda: inboxes[0].acknowledged == [(1, 1)])

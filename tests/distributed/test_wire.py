@@ -14,7 +14,7 @@ from crawlspace.distributed import wire
 MESSAGES: list[wire.Message] = [
     wire.UrlBatch(2, 17, [("http://a.test/", 1, 0), ("http://b.test/x?é", 3, 2)]),
     wire.UrlBatch(0, 1, [], forward=True),
-    wire.Ack(1, 2**40),
+    wire.Ack(1, [2**40, 3]),
     wire.ContentQuestion(1, 5, 2**64 - 1, "http://a.test/", 1.7e9),
     wire.ContentAnswer(5, "http://b.test/", 1.5),
     wire.ContentSettle(123, "http://a.test/", False),
@@ -32,9 +32,9 @@ def test_every_message_round_trips_with_its_type(message: wire.Message) -> None:
 
 
 def test_the_version_comes_first_and_another_version_is_refused() -> None:
-    data = wire.encode(wire.Ack(1, 2))
+    data = wire.encode(wire.Ack(1, [2]))
     assert msgspec.msgpack.decode(data)[0] == wire.VERSION
-    later = msgspec.msgpack.encode([wire.VERSION + 1, ["ack", 1, 2]])
+    later = msgspec.msgpack.encode([wire.VERSION + 1, ["ack", 1, [2]]])
     with pytest.raises(wire.WireError, match="version 2"):
         wire.decode(later)
 
@@ -48,11 +48,11 @@ def test_the_version_comes_first_and_another_version_is_refused() -> None:
         msgspec.msgpack.encode({"v": 1}),
         msgspec.msgpack.encode([1]),
         msgspec.msgpack.encode([1, ["nope", 1]]),  # an unknown kind
-        msgspec.msgpack.encode([1, ["ack", "one", 2]]),  # a field of the wrong type
+        msgspec.msgpack.encode([1, ["ack", "one", [2]]]),  # a field of the wrong type
         msgspec.msgpack.encode([1, ["ack", 1]]),  # a field missing
         msgspec.msgpack.encode([1, ["urls", 1, 2, [["http://a/", "deep", 0]]]]),
         msgspec.msgpack.encode([1, ["cq", 1, 2, -1, "u", 0.0]])[:-3],  # truncated
-        pickle.dumps(wire.Ack(1, 2)),  # never unpickled
+        pickle.dumps(wire.Ack(1, [2])),  # never unpickled
     ],
 )
 def test_malformed_or_foreign_bytes_raise_wire_error(data: bytes) -> None:
@@ -62,7 +62,7 @@ def test_malformed_or_foreign_bytes_raise_wire_error(data: bytes) -> None:
 
 def test_a_message_of_another_kind_than_expected_is_refused() -> None:
     with pytest.raises(wire.WireError, match="expected a Stop"):
-        wire.decode(wire.encode(wire.Ack(1, 2)), wire.Stop)
+        wire.decode(wire.encode(wire.Ack(1, [2])), wire.Stop)
 
 
 def test_an_oversized_message_is_refused_before_decoding() -> None:
