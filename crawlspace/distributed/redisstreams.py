@@ -140,6 +140,7 @@ class RedisPeers:
         self.stopped_by: wire.Stop | None = None  # the cluster's stop, once seen
         self._malformed_logged = False
         self._lost_at = 0.0
+        self._links = 1  # connections so far: the reader reads its pending entries again on a new one
 
     def __repr__(self) -> str:
         return (
@@ -237,11 +238,13 @@ class RedisPeers:
             except REDIS_ERRORS:
                 raise_if_cancelled()
                 continue
-            except redis.exceptions.ResponseError as exc:  # loading its AOF after a restart
+            except redis.exceptions.ResponseError as exc:  # not ready after a restart
+                raise_if_cancelled()
                 log.debug("Redis not ready yet: %s", exc)
                 continue
             break
         self.connected = True
+        self._links += 1
         log.warning("node %d has Redis back after %.1f s", self.index, time.monotonic() - self._lost_at)
         self._resend(list(self._unacked.values()))  # it may have lost its last second of writes
         self._wake_writer.set()  # what waited for the link
@@ -367,10 +370,12 @@ class RedisPeers:
 
     async def _read(self) -> None:
         pending_from: str | None = "0"  # the node's own pending entries first, then new ones (None)
+        link = self._links
         while True:
             if not self.connected:
                 await self._regained.wait()
-                pending_from = "0"
+            if link != self._links:  # what was read and not acknowledged before the loss: again
+                link, pending_from = self._links, "0"
             try:
                 reply = await self._redis.xreadgroup(
                     GROUP, self._consumer, {self._stream: pending_from or ">"}, count=READ_COUNT,
