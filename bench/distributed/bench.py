@@ -8,7 +8,8 @@ them alike. Figures per configuration (the median over rounds):
 - pages/s: pages fetched over the crawl's wall time (start of the first process to the end of the last);
 - CPU ms/page: user + system of every crawl process (each reaped with wait4, so a coordinator's workers
   count) plus redis-server's (from /proc, for the cluster runs) per page;
-- msgs/page, bytes/page: the messages and bytes the nodes wrote to Redis (stats.json's transport section);
+- messages, entries, bytes per page: the messages the nodes sent, the stream entries (XADDs) they went in
+  (one per receiver and write) and their bytes (stats.json's transport section);
 - batch p50/p99 ms: the latency of a batch from transmit to acknowledgement (the worst node's).
 
 The target of issue 16: the Redis transport costs at most 0.1 CPU-ms per page more than the socketpair mesh
@@ -101,6 +102,7 @@ def run_cluster(running: RunningServer, base: Path, nodes: int) -> dict[str, flo
         "cpu_ms_per_page": (cpu + redis_cpu) * 1000 / max(pages, 1),
         "redis_cpu_ms_per_page": redis_cpu * 1000 / max(pages, 1),
         "messages_per_page": sum(t["messages_out"] for t in transport) / max(pages, 1),
+        "entries_per_page": sum(t["entries_out"] for t in transport) / max(pages, 1),
         "bytes_per_page": sum(t["bytes_out"] for t in transport) / max(pages, 1),
         "batch_p50_ms": max(t["batch_latency_ms_p50"] or 0 for t in transport),
         "batch_p99_ms": max(t["batch_latency_ms_p99"] or 0 for t in transport),
@@ -134,7 +136,7 @@ def main() -> None:
                     results[name].append(run(running, where, int(count)))
                     print(f"round {number + 1} {name}: {results[name][-1]}", file=sys.stderr)
     columns = ["pages", "pages_per_second", "cpu_ms_per_page", "redis_cpu_ms_per_page", "messages_per_page",
-               "bytes_per_page", "batch_p50_ms", "batch_p99_ms"]  # fmt: skip
+               "entries_per_page", "bytes_per_page", "batch_p50_ms", "batch_p99_ms"]  # fmt: skip
     print("| configuration | " + " | ".join(columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
     medians: dict[str, dict[str, float]] = {}

@@ -186,7 +186,7 @@ async def join(
     stop_reason = None
     if previous is not None:
         try:
-            stop_reason = wire.decode(previous, wire.Stop).reason
+            stop_reason = wire.decode_one(previous, wire.Stop).reason
         except wire.WireError:
             stop_reason = "unreadable"
     return Joined(publisher, published_seeds, stop_reason)
@@ -299,7 +299,7 @@ class ClusterControl:
                     if len(answers) == self._nodes:
                         if crawl_over(previous, answers, self._nodes):
                             log.info("node %d: every node idle, nothing in flight: the crawl is over", self._node)
-                            stop = wire.encode(wire.Stop("frontier-empty", self._node))
+                            stop = wire.encode([wire.Stop("frontier-empty", self._node)])
                             await self._redis.set(self._keys.stop, stop, nx=True)
                         previous = answers if settled(answers) else None
                 round_number = int(await self._redis.incr(self._keys.round))
@@ -332,7 +332,7 @@ class ClusterControl:
         answers: dict[int, ProbeAnswer] = {}
         for value in raw.values():
             try:
-                reply = wire.decode(value, wire.ProbeReply)
+                reply = wire.decode_one(value, wire.ProbeReply)
             except wire.WireError as exc:
                 log.warning("round %d: an unreadable answer skipped (%s)", round_number, exc)
                 continue
@@ -359,6 +359,6 @@ async def read_status(connection: redis.asyncio.Redis, keys: Keys) -> tuple[dict
     stop = await connection.get(keys.stop)
     if stop is not None:
         with contextlib.suppress(wire.WireError):
-            decoded = wire.decode(stop, wire.Stop)
+            decoded = wire.decode_one(stop, wire.Stop)
             meta["stopped"] = {"reason": decoded.reason, "by": decoded.node}
     return meta, statuses

@@ -75,8 +75,10 @@ class WireCounters:
     """What went over the wire, for stats.json's `transport` section and the benchmark."""
 
     messages_out: int = 0
+    entries_out: int = 0  # stream entries (XADDs), each with the messages for one receiver of one write
     bytes_out: int = 0
     messages_in: int = 0
+    entries_in: int = 0
     bytes_in: int = 0
     latencies: list[float] = field(default_factory=list)  # seconds from transmit to acknowledgement
 
@@ -87,9 +89,10 @@ class WireCounters:
             return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2) if ordered else None
 
         return {
-            "messages_out": self.messages_out, "bytes_out": self.bytes_out, "messages_in": self.messages_in,
-            "bytes_in": self.bytes_in, "batches_acknowledged": len(ordered),
-            "batch_latency_ms_p50": quantile(0.5), "batch_latency_ms_p99": quantile(0.99),
+            "messages_out": self.messages_out, "entries_out": self.entries_out, "bytes_out": self.bytes_out,
+            "messages_in": self.messages_in, "entries_in": self.entries_in, "bytes_in": self.bytes_in,
+            "batches_acknowledged": len(ordered), "batch_latency_ms_p50": quantile(0.5),
+            "batch_latency_ms_p99": quantile(0.99),
         }  # fmt: skip
 
 
@@ -125,7 +128,7 @@ class RedisPeers:
         self._query_timeout = query_timeout
         self._resend_after = resend_after
         self._where = where
-        self._outgoing: deque[tuple[int, bytes, bool]] = deque()  # (peer, message, kept through a lost link)
+        self._outgoing: deque[tuple[int, wire.Message, bool]] = deque()  # (peer, message, kept through a lost link)
         self._wake_writer = asyncio.Event()
         self._regained = asyncio.Event()
         self._unacked: dict[tuple[int, int], _Unacked] = {}
@@ -190,7 +193,7 @@ class RedisPeers:
 
     async def close(self, termination: str = "") -> None:
         if termination and self.stopped_by is None and self.connected:
-            stop = wire.encode(wire.Stop(termination, self.index))
+            stop = wire.encode([wire.Stop(termination, self.index)])
             try:  # it stopped by itself: the crawl stops, for the same reason (unless a stop came first)
                 await self._redis.set(self._keys.stop, stop, nx=True)
             except REDIS_ERRORS:
@@ -250,7 +253,7 @@ class RedisPeers:
         self._wake_writer.set()  # what waited for the link
         self._regained.set()
 
-    def _queue(self, peer: int, message: bytes, *, keep: bool = True) -> None:
+    def _queue(self, peer: int, message: wire.Message, *, keep: bool = True) -> None:
         self._outgoing.append((peer, message, keep))
         self._wake_writer.set()
 
@@ -269,11 +272,16 @@ class RedisPeers:
     async def _flush(self) -> None:
         while self._outgoing and self.connected:
             chunk = [self._outgoing.popleft() for _ in range(min(WRITE_CHUNK, len(self._outgoing)))]
+            by_peer: dict[int, list[wire.Message]] = {}
+            for peer, message, _ in chunk:  # one stream entry per receiver, its messages in order
+                by_peer.setdefault(peer, []).append(message)
             pipe = self._redis.pipeline(transaction=False)
-            for peer, message, _ in chunk:
-                pipe.xadd(self._keys.stream(peer), {b"m": message})
-                self.wire.messages_out += 1
-                self.wire.bytes_out += len(message)
+            for peer, messages in by_peer.items():
+                unit = wire.encode(messages)
+                pipe.xadd(self._keys.stream(peer), {b"m": unit})
+                self.wire.messages_out += len(messages)
+                self.wire.entries_out += 1
+                self.wire.bytes_out += len(unit)
             try:
                 await pipe.execute()
             except BaseException:
@@ -293,8 +301,7 @@ class RedisPeers:
         self.sent += len(batches)
         for batch in batches:
             urls = [(entry.url, entry.depth, entry.hops) for entry in batch.entries]
-            message = wire.encode(wire.UrlBatch(self.index, batch.number, urls, batch.forward))
-            self._queue(batch.peer, message, keep=False)
+            self._queue(batch.peer, wire.UrlBatch(self.index, batch.number, urls, batch.forward), keep=False)
 
     def _resend(self, waiting: list[_Unacked]) -> None:
         now = time.monotonic()
@@ -335,7 +342,7 @@ class RedisPeers:
         self._queries[number] = (owner, future)
         if owner != self.index:
             question = wire.ContentQuestion(self.index, number, body_fingerprint, url, fetched_at)
-            self._queue(owner, wire.encode(question), keep=False)
+            self._queue(owner, question, keep=False)
         try:
             return await asyncio.wait_for(future, timeout=self._query_timeout)
         except TimeoutError:
@@ -351,7 +358,7 @@ class RedisPeers:
         if owner == self.index:
             self._settled(body_fingerprint, url, stored)
         else:
-            self._queue(owner, wire.encode(wire.ContentSettle(body_fingerprint, url, stored)))
+            self._queue(owner, wire.ContentSettle(body_fingerprint, url, stored))
 
     def _settled(self, fingerprint: int, url: str, stored: bool) -> None:
         assert self._claims is not None
@@ -360,7 +367,7 @@ class RedisPeers:
 
     def _answer(self, asker: int, number: int, first: Answer) -> None:
         if asker != self.index:
-            self._queue(asker, wire.encode(wire.ContentAnswer(number, first[0], first[1])))
+            self._queue(asker, wire.ContentAnswer(number, first[0], first[1]))
             return
         query = self._queries.get(number)
         if query is not None and not query[1].done():
@@ -400,7 +407,7 @@ class RedisPeers:
             acks: dict[int, list[int]] = {}
             done = [entry_id for entry_id, fields in entries if self._handle(entry_id, fields, acks)]
             for sender, numbers in acks.items():  # once journaled (receive_urls returned True)
-                self._queue(sender, wire.encode(wire.Ack(self.index, numbers)))
+                self._queue(sender, wire.Ack(self.index, numbers))
             if done:
                 pipe = self._redis.pipeline(transaction=False)
                 pipe.xack(self._stream, GROUP, *done)
@@ -421,15 +428,27 @@ class RedisPeers:
             if fields is None:  # deleted after it was read: nothing left to do
                 return True
             return self._malformed(entry_id, wire.WireError(f"no 'm' field (fields {sorted(fields)!r:.80})"))
-        self.wire.messages_in += 1
+        self.wire.entries_in += 1
         self.wire.bytes_in += len(data)
-        try:
-            message = wire.decode(data)
-            sender = getattr(message, "sender", None)
-            if sender is not None and not (0 <= sender < self.partitions and sender != self.index):
-                raise wire.WireError(f"from node {sender}, not another of the crawl's {self.partitions}")
+        try:  # an entry is refused whole or taken whole
+            messages = wire.decode(data)
+            for message in messages:
+                if isinstance(message, (wire.ProbeReply, wire.Stop)):
+                    raise wire.WireError(f"a {type(message).__name__} has no place on a stream")
+                sender = getattr(message, "sender", None)
+                if sender is not None and not (0 <= sender < self.partitions and sender != self.index):
+                    raise wire.WireError(f"from node {sender}, not another of the crawl's {self.partitions}")
         except wire.WireError as exc:
             return self._malformed(entry_id, exc)
+        self.wire.messages_in += len(messages)
+        done = True
+        for message in messages:
+            done &= self._act(message, inbox, claims, acks)
+        return done
+
+    def _act(self, message: wire.Message, inbox: Inbox, claims: ContentClaims, acks: dict[int, list[int]]) -> bool:
+        """One message; False for a batch that could not be journaled (its entry stays pending)."""
+        sender = getattr(message, "sender", None)
         if sender is not None:
             self._unresponsive.pop(sender, None)
         match message:
@@ -456,8 +475,6 @@ class RedisPeers:
                     query[1].set_result((url, at))
             case wire.ContentSettle(fingerprint=fingerprint, url=url, stored=stored):
                 self._settled(fingerprint, url, stored)
-            case _:
-                return self._malformed(entry_id, wire.WireError(f"a {type(message).__name__} has no place on a stream"))
         return True
 
     def _malformed(self, entry_id: Any, problem: wire.WireError) -> bool:
@@ -483,7 +500,7 @@ class RedisPeers:
                 round_value, stop_value = await self._redis.mget(self._keys.round, self._keys.stop)
                 if stop_value is not None and self.stopped_by is None:
                     try:
-                        self.stopped_by = stop = wire.decode(stop_value, wire.Stop)
+                        self.stopped_by = stop = wire.decode_one(stop_value, wire.Stop)
                     except wire.WireError as exc:
                         self._malformed("stop", exc)
                         self.stopped_by = stop = wire.Stop("stopped", -1)
@@ -493,7 +510,7 @@ class RedisPeers:
                 if number > self._answered_round:
                     reply = wire.ProbeReply(number, self.index, self.idle, self.sent, self.received)
                     pipe = self._redis.pipeline(transaction=False)
-                    pipe.hset(self._keys.answers(number), str(self.index), wire.encode(reply))
+                    pipe.hset(self._keys.answers(number), str(self.index), wire.encode([reply]))
                     pipe.expire(self._keys.answers(number), ANSWERS_TTL)
                     await pipe.execute()
                     self._answered_round = number

@@ -1,9 +1,11 @@
 """The messages between the partitions of a crawl, as bytes: one format for every transport between machines.
 
-A message is msgpack (msgspec) of `[version, [kind, field...]]`: the version first, so a node of a
-later release that changed a message is told apart from garbage, and each message a typed struct
-(array-like, tagged by its kind), so a decoded message has the types its handler expects or is
-refused whole. Never pickle: whoever can write to a stream could otherwise run code in every node.
+A unit on the wire (a stream entry, a key's value) is msgpack (msgspec) of `[version, [message...]]`,
+each message `[kind, field...]`: the version first, so a node of a later release that changed a
+message is told apart from garbage; several messages for one receiver travel in one unit (a stream
+entry per receiver and write, not per message: the round trips are the transport's cost); each message
+a typed struct (array-like, tagged by its kind), so a decoded unit has the types its handlers expect or
+is refused whole. Never pickle: whoever can write to a stream could otherwise run code in every node.
 
 `decode` raises `WireError` for anything that is not a message of this version (a truncated entry,
 another program's data XADDed on a stream, a message of a newer release): the transport counts it,
@@ -14,7 +16,8 @@ onto these structs, so it can move to them without changing its logic.
 
 from __future__ import annotations
 
-from typing import TypeVar, overload
+from collections.abc import Sequence
+from typing import TypeVar
 
 import msgspec
 
@@ -92,24 +95,19 @@ Message = UrlBatch | Ack | ContentQuestion | ContentAnswer | ContentSettle | Pro
 
 _encoder = msgspec.msgpack.Encoder()
 _envelope = msgspec.msgpack.Decoder(tuple[int, msgspec.Raw])
-_message: msgspec.msgpack.Decoder[Message] = msgspec.msgpack.Decoder(Message)
+_messages: msgspec.msgpack.Decoder[list[Message]] = msgspec.msgpack.Decoder(list[Message])
 
 
-def encode(message: Message) -> bytes:
-    return _encoder.encode((VERSION, message))
+def encode(messages: Sequence[Message]) -> bytes:
+    """One unit of `messages` (at least one), in order."""
+    return _encoder.encode((VERSION, messages))
 
 
 Kind = TypeVar("Kind", bound=msgspec.Struct)
 
 
-@overload
-def decode(data: bytes | bytearray | memoryview | str) -> Message: ...
-@overload
-def decode(data: bytes | bytearray | memoryview | str, expect: type[Kind]) -> Kind: ...
-
-
-def decode(data: bytes | bytearray | memoryview | str, expect: type[msgspec.Struct] | None = None) -> msgspec.Struct:
-    """The message in `data`; WireError if it is not one of this version (or not an `expect`)."""
+def decode(data: bytes | bytearray | memoryview | str) -> list[Message]:
+    """The messages of one unit; WireError if it is not a unit of this version with at least one message."""
     if isinstance(data, str):  # a client that decodes responses
         data = data.encode("utf-8", "surrogateescape")
     if len(data) > MAX_MESSAGE:
@@ -121,9 +119,18 @@ def decode(data: bytes | bytearray | memoryview | str, expect: type[msgspec.Stru
     if version != VERSION:
         raise WireError(f"message of wire version {version}; this node speaks version {VERSION}")
     try:
-        message = _message.decode(body)
+        messages = _messages.decode(body)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise WireError(f"malformed message: {exc}") from None
-    if expect is not None and not isinstance(message, expect):
-        raise WireError(f"expected a {expect.__name__} message, got {type(message).__name__}")
-    return message
+    if not messages:
+        raise WireError("a unit without messages")
+    return messages
+
+
+def decode_one(data: bytes | bytearray | memoryview | str, expect: type[Kind]) -> Kind:
+    """The single message of a unit that holds one of kind `expect` (a key's value: the stop, a probe reply)."""
+    messages = decode(data)
+    if len(messages) != 1 or not isinstance(messages[0], expect):
+        kinds = ", ".join(type(message).__name__ for message in messages)
+        raise WireError(f"expected one {expect.__name__} message, got {kinds}")
+    return messages[0]

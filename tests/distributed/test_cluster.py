@@ -93,7 +93,7 @@ def test_the_leader_ends_the_crawl_only_when_every_node_is_idle_and_nothing_move
         nodes[2].idle = True
         await until(lambda: all(inbox.stops == ["frontier-empty"] for inbox in inboxes))
         connection = redis.asyncio.Redis.from_url(redis_server.url)
-        stop = wire.decode(await connection.get(spec(redis_server, 0).keys.stop), wire.Stop)
+        stop = wire.decode_one(await connection.get(spec(redis_server, 0).keys.stop), wire.Stop)
         assert stop.reason == "frontier-empty" and controls[stop.node].leading
         for node, control in zip(nodes, controls, strict=True):
             await node.close()

@@ -149,8 +149,8 @@ def test_garbage_on_a_stream_is_counted_and_skipped(redis_server: RedisServer) -
         stream = KEYS.stream(1)
         await connection.xadd(stream, {b"m": b"\x00garbage\xff"})
         await connection.xadd(stream, {b"other": b"field"})
-        await connection.xadd(stream, {b"m": wire.encode(wire.Ack(7, [1]))})  # from a node the crawl has not
-        await connection.xadd(stream, {b"m": wire.encode(wire.Stop("x", 0))})  # no place on a stream
+        await connection.xadd(stream, {b"m": wire.encode([wire.Ack(7, [1])])})  # from a node the crawl has not
+        await connection.xadd(stream, {b"m": wire.encode([wire.Stop("x", 0)])})  # no place on a stream
         nodes[0].transmit([batch(1, 1, "http://after.test/")])
         await until(lambda: inboxes[0].acknowledged == [(1, 1)])
         assert nodes[1].errors["transport:malformed-message"] == 4
@@ -196,7 +196,7 @@ def test_a_node_that_stops_by_itself_stops_the_others(redis_server: RedisServer)
     async def body(nodes: list[RedisPeers], inboxes: list[FakeInbox], connection: Any) -> None:
         await nodes[2].close("max-seconds")
         await until(lambda: inboxes[0].stops == ["max-seconds"] and inboxes[1].stops == ["max-seconds"])
-        assert wire.decode(await connection.get(KEYS.stop), wire.Stop) == wire.Stop("max-seconds", 2)
+        assert wire.decode_one(await connection.get(KEYS.stop), wire.Stop) == wire.Stop("max-seconds", 2)
 
     with_nodes(redis_server, 3, body)
 
@@ -210,7 +210,7 @@ def test_every_node_answers_each_termination_round(redis_server: RedisServer) ->
 
         async def answers() -> dict[int, wire.ProbeReply]:
             raw = await connection.hgetall(KEYS.answers(5))
-            return {int(node): wire.decode(value, wire.ProbeReply) for node, value in raw.items()}
+            return {int(node): wire.decode_one(value, wire.ProbeReply) for node, value in raw.items()}
 
         for _ in range(100):
             if len(found := await answers()) == 2:

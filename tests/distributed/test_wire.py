@@ -25,16 +25,22 @@ MESSAGES: list[wire.Message] = [
 
 @pytest.mark.parametrize("message", MESSAGES, ids=lambda message: type(message).__name__)
 def test_every_message_round_trips_with_its_type(message: wire.Message) -> None:
-    data = wire.encode(message)
-    assert wire.decode(data) == message
-    assert type(wire.decode(data, type(message))) is type(message)
-    assert wire.decode(data.decode("latin-1").encode("latin-1")) == message
+    data = wire.encode([message])
+    assert wire.decode(data) == [message]
+    assert type(wire.decode_one(data, type(message))) is type(message)
+    assert wire.decode(bytearray(data)) == wire.decode(memoryview(data)) == [message]
+
+
+def test_one_unit_carries_several_messages_in_order() -> None:
+    assert wire.decode(wire.encode(MESSAGES)) == MESSAGES
+    with pytest.raises(wire.WireError, match="expected one Stop message, got Ack, Stop"):
+        wire.decode_one(wire.encode([wire.Ack(1, [2]), wire.Stop("x", 1)]), wire.Stop)
 
 
 def test_the_version_comes_first_and_another_version_is_refused() -> None:
-    data = wire.encode(wire.Ack(1, [2]))
+    data = wire.encode([wire.Ack(1, [2])])
     assert msgspec.msgpack.decode(data)[0] == wire.VERSION
-    later = msgspec.msgpack.encode([wire.VERSION + 1, ["ack", 1, [2]]])
+    later = msgspec.msgpack.encode([wire.VERSION + 1, [["ack", 1, [2]]]])
     with pytest.raises(wire.WireError, match="version 2"):
         wire.decode(later)
 
@@ -47,12 +53,15 @@ def test_the_version_comes_first_and_another_version_is_refused() -> None:
         b"garbage that is not msgpack at all",
         msgspec.msgpack.encode({"v": 1}),
         msgspec.msgpack.encode([1]),
-        msgspec.msgpack.encode([1, ["nope", 1]]),  # an unknown kind
-        msgspec.msgpack.encode([1, ["ack", "one", [2]]]),  # a field of the wrong type
-        msgspec.msgpack.encode([1, ["ack", 1]]),  # a field missing
-        msgspec.msgpack.encode([1, ["urls", 1, 2, [["http://a/", "deep", 0]]]]),
-        msgspec.msgpack.encode([1, ["cq", 1, 2, -1, "u", 0.0]])[:-3],  # truncated
-        pickle.dumps(wire.Ack(1, [2])),  # never unpickled
+        msgspec.msgpack.encode([1, []]),  # no message
+        msgspec.msgpack.encode([1, ["ack", 1, [2]]]),  # a message, not a list of them
+        msgspec.msgpack.encode([1, [["nope", 1]]]),  # an unknown kind
+        msgspec.msgpack.encode([1, [["ack", "one", [2]]]]),  # a field of the wrong type
+        msgspec.msgpack.encode([1, [["ack", 1]]]),  # a field missing
+        msgspec.msgpack.encode([1, [["urls", 1, 2, [["http://a/", "deep", 0]]]]]),
+        msgspec.msgpack.encode([1, [["ack", 1, [2]], ["stop"]]]),  # one bad message spoils the unit
+        msgspec.msgpack.encode([1, [["cq", 1, 2, -1, "u", 0.0]]])[:-3],  # truncated
+        pickle.dumps([wire.Ack(1, [2])]),  # never unpickled
     ],
 )
 def test_malformed_or_foreign_bytes_raise_wire_error(data: bytes) -> None:
@@ -61,8 +70,8 @@ def test_malformed_or_foreign_bytes_raise_wire_error(data: bytes) -> None:
 
 
 def test_a_message_of_another_kind_than_expected_is_refused() -> None:
-    with pytest.raises(wire.WireError, match="expected a Stop"):
-        wire.decode(wire.encode(wire.Ack(1, [2])), wire.Stop)
+    with pytest.raises(wire.WireError, match="expected one Stop message, got Ack"):
+        wire.decode_one(wire.encode([wire.Ack(1, [2])]), wire.Stop)
 
 
 def test_an_oversized_message_is_refused_before_decoding() -> None:
