@@ -23,21 +23,21 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from crawlspace.config import ConfigError, CrawlConfig
 from crawlspace.crawl.checkpoint import STARTUP_ERRORS, report_recovery
 from crawlspace.crawl.engine import CrawlEngine
-from crawlspace.crawl.node import crawl_node, saved_cluster
 from crawlspace.crawl.telemetry import CrawlStats, Snapshot, TelemetrySink, display_sink, merge
 from crawlspace.crawl.workers import ParallelCrawl, WorkerStartupError
-from crawlspace.distributed.cluster import ClusterSpec, published_config, read_meta, read_status
-from crawlspace.distributed.redislink import ClusterError, connect
 from crawlspace.hooks.protocols import Item, ItemSink, PageProcessor, Prioritizer, ProtocolHandler, UrlFilter
 from crawlspace.hooks.runtime import Extensions
 from crawlspace.urls import InvalidURL, Normalizer
+
+if TYPE_CHECKING:  # the cluster's modules (and redis) are imported by the functions that need them only
+    from crawlspace.distributed.cluster import ClusterSpec
 
 
 class CrawlError(RuntimeError):
@@ -108,6 +108,10 @@ def _cluster_processes(config: CrawlConfig) -> CrawlConfig:
 
 def _resume_cluster(out: Path, cluster: ClusterSpec) -> ClusterSpec:
     """The node a crawl directory is: its index and crawl id from DIR/cluster.json, checked against `cluster`."""
+    from crawlspace.crawl.node import saved_cluster
+    from crawlspace.distributed.cluster import ClusterSpec
+    from crawlspace.distributed.redislink import ClusterError
+
     try:
         saved = saved_cluster(out)
     except ClusterError as exc:
@@ -128,6 +132,10 @@ def cluster_node(url: str, *, node: int | None = None, nodes: int | None = None,
                  resume_dir: str | Path | None = None) -> ClusterSpec:  # fmt: skip
     """The node to run: from the arguments for a new one, from its directory (DIR/cluster.json) for a
     resumed one (arguments given must agree with it). CrawlError with a one-line reason."""
+    from crawlspace.crawl.node import saved_cluster
+    from crawlspace.distributed.cluster import ClusterSpec
+    from crawlspace.distributed.redislink import ClusterError
+
     try:
         if resume_dir is not None:
             saved = saved_cluster(Path(resume_dir))
@@ -147,6 +155,8 @@ def cluster_node(url: str, *, node: int | None = None, nodes: int | None = None,
 
 def published_cluster_config(cluster: ClusterSpec) -> CrawlConfig | None:
     """The configuration the crawl's first node published (None: none yet); a joining node starts from it."""
+    from crawlspace.distributed.cluster import published_config, read_meta
+    from crawlspace.distributed.redislink import ClusterError, connect
 
     async def fetch() -> CrawlConfig | None:
         connection = await connect(cluster.url)
@@ -167,6 +177,9 @@ STALE_AFTER = 30.0  # a running node that has not published its status for this 
 
 def cluster_status(url: str, *, crawl_id: str | None = None) -> dict[str, Any]:
     """Every node's last status in a cluster crawl and a merged summary (what `crawlspace status` shows)."""
+    from crawlspace.distributed.cluster import ClusterSpec, read_status
+    from crawlspace.distributed.redislink import ClusterError, connect
+
     spec = ClusterSpec(url, 0, 1, crawl_id) if crawl_id else ClusterSpec(url, 0, 1)
 
     async def fetch() -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
@@ -463,6 +476,9 @@ class Crawler:
             return await self._crawl_cluster_locked(handle_signals=handle_signals)
 
     async def _crawl_cluster_locked(self, *, handle_signals: bool) -> CrawlStats:
+        from crawlspace.crawl.node import crawl_node
+        from crawlspace.distributed.redislink import ClusterError
+
         assert self.cluster is not None
 
         def make_engine(**options: object) -> CrawlEngine:
