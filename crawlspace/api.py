@@ -19,19 +19,26 @@ import contextlib
 import fcntl
 import json
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from crawlspace.config import ConfigError, CrawlConfig
 from crawlspace.crawl import partitioning
 from crawlspace.crawl.checkpoint import STARTUP_ERRORS, report_recovery
 from crawlspace.crawl.engine import CrawlEngine
-from crawlspace.crawl.telemetry import CrawlStats, TelemetrySink, display_sink
+from crawlspace.crawl.telemetry import CrawlStats, Snapshot, TelemetrySink, display_sink, merge
 from crawlspace.crawl.workers import ParallelCrawl, WorkerStartupError
 from crawlspace.hooks.protocols import Item, ItemSink, PageProcessor, Prioritizer, ProtocolHandler, UrlFilter
 from crawlspace.hooks.runtime import Extensions
 from crawlspace.urls import InvalidURL, Normalizer
+
+if TYPE_CHECKING:  # the cluster's modules (and redis) are imported by the functions that need them only
+    from crawlspace.distributed.cluster import ClusterSpec
 
 
 class CrawlError(RuntimeError):
@@ -91,6 +98,140 @@ def _directory_lock(out: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def _cluster_processes(config: CrawlConfig) -> CrawlConfig:
+    """A node of a cluster crawl is one process, one partition: more of them are more nodes."""
+    if (config.processes or 1) > 1:
+        raise CrawlError("a cluster node is one process (processes=1): start more nodes instead")
+    return config.replace(processes=1)
+
+
+def _resume_cluster(out: Path, cluster: ClusterSpec) -> ClusterSpec:
+    """The node a crawl directory is: its index and crawl id from DIR/cluster.json, checked against `cluster`."""
+    from crawlspace.crawl.node import saved_cluster
+    from crawlspace.distributed.cluster import ClusterSpec
+    from crawlspace.distributed.redislink import ClusterError
+
+    try:
+        saved = saved_cluster(out)
+    except ClusterError as exc:
+        raise CrawlError(str(exc)) from None
+    if saved is None:
+        raise CrawlError(f"{out} is not a cluster node's directory (no cluster.json): resume it without --cluster")
+    if saved["nodes"] != cluster.nodes and cluster.nodes != 0:
+        raise CrawlError(
+            f"{out} is node {saved['node']} of {saved['nodes']}: resuming a cluster crawl with another number "
+            "of nodes (re-partitioning its hosts) is not supported yet"
+        )
+    if cluster.node not in (-1, saved["node"]):
+        raise CrawlError(f"{out} is node {saved['node']} of its crawl, not node {cluster.node}")
+    return ClusterSpec(cluster.url, saved["node"], saved["nodes"], saved["crawl_id"])
+
+
+def cluster_node(url: str, *, node: int | None = None, nodes: int | None = None, crawl_id: str | None = None,
+                 resume_dir: str | Path | None = None) -> ClusterSpec:  # fmt: skip
+    """The node to run: from the arguments for a new one, from its directory (DIR/cluster.json) for a
+    resumed one (arguments given must agree with it). CrawlError with a one-line reason."""
+    from crawlspace.crawl.node import saved_cluster
+    from crawlspace.distributed.cluster import ClusterSpec
+    from crawlspace.distributed.redislink import ClusterError
+
+    try:
+        if resume_dir is not None:
+            saved = saved_cluster(Path(resume_dir))
+            if saved is None:
+                raise CrawlError(f"{resume_dir} is not a cluster node's directory (no cluster.json)")
+            if crawl_id is not None and crawl_id != saved["crawl_id"]:
+                raise CrawlError(f"{resume_dir} is a node of crawl {saved['crawl_id']!r}, not {crawl_id!r}")
+            spec = ClusterSpec(url, saved["node"], saved["nodes"], saved["crawl_id"])
+            return _resume_cluster(Path(resume_dir), ClusterSpec(url, node if node is not None else spec.node,
+                                                                  nodes or spec.nodes, spec.crawl_id))  # fmt: skip
+        if node is None or nodes is None:
+            raise CrawlError("a new cluster node needs --node K and --nodes N")
+        return ClusterSpec(url, node, nodes, crawl_id) if crawl_id else ClusterSpec(url, node, nodes)
+    except ClusterError as exc:
+        raise CrawlError(str(exc)) from None
+
+
+def published_cluster_config(cluster: ClusterSpec) -> CrawlConfig | None:
+    """The configuration the crawl's first node published (None: none yet); a joining node starts from it."""
+    from crawlspace.distributed.cluster import published_config, read_meta
+    from crawlspace.distributed.redislink import ClusterError, connect
+
+    async def fetch() -> CrawlConfig | None:
+        connection = await connect(cluster.url)
+        try:
+            meta = await read_meta(connection, cluster.keys)
+        finally:
+            await connection.aclose()
+        return None if meta is None else published_config(meta)
+
+    try:
+        return asyncio.run(fetch())
+    except ClusterError as exc:
+        raise CrawlError(str(exc)) from None
+
+
+STALE_AFTER = 30.0  # a running node that has not published its status for this long is shown as silent
+
+
+def cluster_status(url: str, *, crawl_id: str | None = None) -> dict[str, Any]:
+    """Every node's last status in a cluster crawl and a merged summary (what `crawlspace status` shows)."""
+    from crawlspace.distributed.cluster import ClusterSpec, read_status
+    from crawlspace.distributed.redislink import ClusterError, connect
+
+    spec = ClusterSpec(url, 0, 1, crawl_id) if crawl_id else ClusterSpec(url, 0, 1)
+
+    async def fetch() -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+        connection = await connect(spec.url)
+        try:
+            return await read_status(connection, spec.keys)
+        finally:
+            await connection.aclose()
+
+    try:
+        meta, statuses = asyncio.run(fetch())
+    except ClusterError as exc:
+        raise CrawlError(str(exc)) from None
+    now = time.time()
+    rows: list[dict[str, Any]] = []
+    snapshots: list[Snapshot] = []
+    for node in range(int(meta.get("nodes", 0))):
+        status = statuses.get(node)
+        if status is None:
+            rows.append({"node": node, "state": "not-seen"})
+            continue
+        progress = status.get("progress", {})
+        with contextlib.suppress(ValueError, TypeError, msgspec.ValidationError):
+            snapshots.append(Snapshot.from_builtins(status["snapshot"]))
+        age = now - float(status.get("updated", 0))
+        state = "finished" if status.get("finished") else ("silent" if age > STALE_AFTER else "running")
+        ended = status.get("termination", "") if state == "finished" else ""
+        rows.append(
+            {
+                "node": node, "state": state, "pages": progress.get("pages", 0),
+                "pages/s": progress.get("pages_per_second_recent", 0), "frontier": progress.get("frontier", 0),
+                "in flight": progress.get("in_flight", 0), "errors": progress.get("errors", 0),
+                "unacked": status.get("unacknowledged_batches", 0),
+                "redis": "ok" if status.get("connected") else "LOST",
+                "ended": ended,
+                "updated_seconds_ago": round(age, 1), "progress": progress,
+            }
+        )  # fmt: skip
+    merged = merge(snapshots) if snapshots else None
+    stopped = meta.get("stopped")
+    summary = {
+        "nodes": int(meta.get("nodes", 0)),
+        "nodes_reporting": len(snapshots),
+        "pages": merged.stats.pages_fetched if merged else 0,
+        "pages_per_second": round(merged.pages_per_second_recent, 1) if merged else 0.0,
+        "frontier": merged.gauges.frontier if merged else 0,
+        "errors": sum(merged.stats.errors.values()) if merged else 0,
+        "stopped": f"{stopped['reason']} (node {stopped['by']})" if stopped else "",
+        "stats": merged.stats.to_dict() if merged else None,
+    }
+    return {"crawl_id": spec.crawl_id, "seeds": len(meta.get("seeds", [])), "nodes": rows, "summary": summary}
 
 
 def _resolve_processes(config: CrawlConfig, extended: bool, saved: int | None) -> CrawlConfig:
@@ -183,6 +324,9 @@ class Crawler:
     - `resume`: continue the crawl in `out` from its last checkpoint (crawlspace.crawl.checkpoint);
       seeds are then optional, and `config` defaults to the one saved in OUT/config.json (keys
       that a given `config` changes are listed in `config_changes`).
+    - `cluster`: this crawl is one node of a crawl across machines, joined through Redis
+      (crawlspace.distributed.cluster: `cluster_node(url, node=K, nodes=N)` makes one); `config` None:
+      the configuration the crawl's first node published. See crawl/node.py.
     """
 
     def __init__(
@@ -200,16 +344,23 @@ class Crawler:
         progress: bool | None = None,
         telemetry: Sequence[TelemetrySink] = (),
         resume: bool = False,
+        cluster: ClusterSpec | None = None,
     ) -> None:
         if config is not None and not isinstance(config, CrawlConfig):
             raise TypeError(f"config must be a CrawlConfig, not {type(config).__name__}")
         self.out = Path(out)
         self.resume = resume
+        self.cluster = _resume_cluster(self.out, cluster) if cluster is not None and resume else cluster
         self.config_changes: dict[str, tuple[object, object]] = {}
         saved = saved_config(self.out) if resume else None
+        if config is None and saved is None and cluster is not None:
+            config = published_cluster_config(cluster)
         config = config or saved or CrawlConfig()
         extended = bool(filters or processors or sinks or handlers or prioritizer)
-        self.config = _resolve_processes(config, extended, saved.processes if saved else None)
+        if self.cluster is not None:
+            self.config = _cluster_processes(config)
+        else:
+            self.config = _resolve_processes(config, extended, saved.processes if saved else None)
         if saved is not None:
             self.config_changes = saved.differences(self.config)
         try:  # a resume with another number of processes resizes the crawl (crawl.partitioning)
@@ -257,7 +408,8 @@ class Crawler:
                 problems.append(SeedProblem(source, number, text, str(exc)))
                 continue
             valid.append(text.strip())
-        if not valid and (candidates or not self.resume):  # a resumed crawl has its frontier
+        if not valid and (candidates or not (self.resume or self.cluster)):  # a resumed crawl has its frontier,
+            # a cluster node joining a crawl takes the seeds from Redis
             where = seeds_file if seeds_file is not None else "the seeds given"
             raise SeedsError(f"no valid seed URL in {where}", problems)
         return valid, problems
@@ -274,6 +426,9 @@ class Crawler:
             raise CrawlError("Crawler.run() blocks; inside a running event loop use `await crawler.crawl()`")
         if (self.config.processes or 1) > 1:
             return self._run_parallel()  # the coordinator runs its own event loop
+        if self.cluster is not None:
+            with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+                return runner.run(self._crawl_cluster(handle_signals=True))
         with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
             return runner.run(self._crawl(handle_signals=True))
 
@@ -319,7 +474,49 @@ class Crawler:
         """
         if (self.config.processes or 1) > 1:  # the coordinator runs its own event loop, on a thread
             return await asyncio.to_thread(self._run_parallel)
+        if self.cluster is not None:
+            return await self._crawl_cluster(handle_signals=False)
         return await self._crawl(handle_signals=False)
+
+    async def _crawl_cluster(self, *, handle_signals: bool) -> CrawlStats:
+        with self._the_one_run():
+            return await self._crawl_cluster_locked(handle_signals=handle_signals)
+
+    async def _crawl_cluster_locked(self, *, handle_signals: bool) -> CrawlStats:
+        from crawlspace.crawl.node import crawl_node
+        from crawlspace.distributed.redislink import ClusterError
+
+        assert self.cluster is not None
+
+        def make_engine(**options: object) -> CrawlEngine:
+            try:
+                return CrawlEngine(
+                    self.config, self.out, extensions=self._extensions, prioritizer=self.prioritizer,
+                    handle_signals=handle_signals, **options,  # type: ignore[arg-type]
+                )  # fmt: skip
+            except STARTUP_ERRORS as exc:
+                raise CrawlError(str(exc)) from exc
+
+        def started(engine: CrawlEngine) -> None:
+            self._engine, self._loop = engine, asyncio.get_running_loop()
+            if self.resume:
+                report_recovery(self.out, engine.recovery)
+            engine.stats.invalid_seeds += len(self.seed_problems)
+            if self._stop_requested:
+                engine.stop("stopped")
+
+        try:
+            return await crawl_node(
+                self.cluster, self.config, self.out, seeds=self.seeds, resume=self.resume,
+                record_start=lambda seeds: _record_start(self.out, self.config, seeds, resume=self.resume),
+                make_engine=make_engine, telemetry=self._telemetry, on_engine=started,
+            )  # fmt: skip
+        except BaseException as exc:
+            if self._engine is None:  # it never ran: the engine did not close them
+                await self._extensions.close()
+            if isinstance(exc, ClusterError):
+                raise CrawlError(str(exc)) from None
+            raise
 
     async def _crawl(self, *, handle_signals: bool) -> CrawlStats:
         with self._the_one_run():

@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from crawlspace.api import Crawler, CrawlError, SeedProblem, SeedsError, saved_config
+from crawlspace.api import (
+    Crawler,
+    CrawlError,
+    SeedProblem,
+    SeedsError,
+    cluster_node,
+    cluster_status,
+    published_cluster_config,
+    saved_config,
+)
 from crawlspace.config import POLICY_NAMES, ConfigError, CrawlConfig, reference_markdown
 
 if TYPE_CHECKING:  # imported where used, like the other commands' modules
@@ -86,10 +95,25 @@ def main() -> None:
 @click.option("--max-depth", type=int, help="Follow links at most this many hops from a seed.")
 @click.option("--policy", type=click.Choice(POLICY_NAMES), help="Crawl ordering (default: bfs).")
 @click.option("--topic", help="Topic keywords of the focused policy (space or comma separated).")
+@click.option(
+    "--cluster",
+    "cluster_url",
+    metavar="URL",
+    envvar="CRAWLSPACE_CLUSTER",
+    help="Crawl as one node of a cluster joined through Redis: redis://[:PASSWORD@]HOST:PORT/DB, rediss:// for TLS "
+    "(or the environment variable CRAWLSPACE_CLUSTER, which keeps the password out of the process list).",
+)
+@click.option("--node", type=int, help="This node's index in the cluster, 0 to --nodes - 1.")
+@click.option("--nodes", type=int, help="How many nodes the cluster crawl has.")
+@click.option("--crawl-id", help="The cluster crawl's name in Redis (default: crawl).")
 def crawl(
     seeds_file: Path | None,
     out: Path | None,
     resume_dir: Path | None,
+    cluster_url: str | None,
+    node: int | None,
+    nodes: int | None,
+    crawl_id: str | None,
     config_file: Path | None,
     user_agent: str | None,
     robots_agent: str | None,
@@ -103,13 +127,18 @@ def crawl(
     topic: str | None,
     **options: Any,
 ) -> None:
-    """Crawl from the URLs in SEEDS_FILE into the directory --out, or continue a crawl (--resume DIR)."""
+    """Crawl from the URLs in SEEDS_FILE into the directory --out, or continue a crawl (--resume DIR).
+
+    With --cluster, this process is one node of a crawl across machines: the first node is given
+    SEEDS_FILE, the others only --out (they take the configuration and seeds from Redis)."""
     if resume_dir is not None:
         if out is not None and out != resume_dir:
             fail("--resume names the crawl directory; --out is not needed")
         out = resume_dir
-    elif out is None or seeds_file is None:
+    elif out is None or (seeds_file is None and cluster_url is None):
         fail("give SEEDS_FILE and --out DIR for a new crawl, or --resume DIR to continue one")
+    if cluster_url is None and (node is not None or nodes is not None or crawl_id is not None):
+        fail("--node, --nodes and --crawl-id are options of a cluster crawl (--cluster URL)")
     overrides: dict[str, Any] = dict(options)
     if user_agent:
         overrides["user_agent"] = user_agent
@@ -128,9 +157,18 @@ def crawl(
     if topic:
         overrides["focused_keywords"] = topic.replace(",", " ").split()
     try:
-        base = saved_config(out) if resume_dir is not None else None
+        cluster = None
+        if cluster_url is not None:
+            cluster = cluster_node(cluster_url, node=node, nodes=nodes, crawl_id=crawl_id, resume_dir=resume_dir)
+        base: CrawlConfig | None = None
+        if resume_dir is not None:
+            base = saved_config(out)
+        elif cluster is not None and seeds_file is None:  # a node joining: the crawl's configuration
+            base = published_cluster_config(cluster)
         config = CrawlConfig.load(config_file, base=base, **overrides)
-        crawler = Crawler(config, out=out, seeds_file=seeds_file, progress=live, resume=resume_dir is not None)
+        crawler = Crawler(
+            config, out=out, seeds_file=seeds_file, progress=live, resume=resume_dir is not None, cluster=cluster
+        )
     except ConfigError as exc:
         fail(str(exc))
     except SeedsError as exc:
@@ -154,6 +192,37 @@ def crawl(
             "--resume fetches again what they do not cover once the disk is sound",
             code=74,
         )
+
+
+@main.command()
+@click.option("--cluster", "cluster_url", required=True, metavar="URL", envvar="CRAWLSPACE_CLUSTER",
+              help="The cluster's Redis (as given to crawl --cluster).")  # fmt: skip
+@click.option("--crawl-id", default=None, help="The cluster crawl's name in Redis (default: crawl).")
+@click.option("--json", "as_json", is_flag=True, help="Print every node's status and the summary as JSON.")
+def status(cluster_url: str, crawl_id: str | None, as_json: bool) -> None:
+    """Every node's progress in a cluster crawl, one row each, and the crawl's merged summary."""
+    try:
+        report = cluster_status(cluster_url, crawl_id=crawl_id)
+    except CrawlError as exc:
+        fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    columns = ["node", "state", "pages", "pages/s", "frontier", "in flight", "errors", "unacked", "redis", "ended"]
+    click.echo(" ".join(f"{column:>10}" for column in columns))
+    for row in report["nodes"]:
+        click.echo(" ".join(f"{_printable(row.get(column, '')):>10}" for column in columns))
+    summary = report["summary"]
+    click.echo(
+        f"crawl {_printable(report['crawl_id'])}: {summary['nodes_reporting']} of {summary['nodes']} nodes reporting, "
+        f"{summary['pages']} pages, {summary['pages_per_second']} pages/s now, frontier {summary['frontier']}, "
+        f"{summary['errors']} errors" + (f"; stopped: {_printable(summary['stopped'])}" if summary["stopped"] else "")
+    )
+
+
+def _printable(value: object) -> str:
+    """A value from Redis, which anyone with its password can write: no control characters reach the terminal."""
+    return "".join(ch if ch.isprintable() else "?" for ch in str(value))
 
 
 def _warn_seeds(problems: list[SeedProblem]) -> None:

@@ -50,7 +50,7 @@ from crawlspace.crawl.telemetry import (
 from crawlspace.distributed.assignment import Assignment
 from crawlspace.distributed.budget import Budget, PageBudget
 from crawlspace.distributed.claims import Answer
-from crawlspace.distributed.protocols import Peers
+from crawlspace.distributed.protocols import Peers, TransportHealth
 from crawlspace.distributed.resize import HandoverPlan, Resize
 from crawlspace.dns import DNSFailure
 from crawlspace.dns.resolver import hostname_of_authority
@@ -532,6 +532,7 @@ class CrawlEngine:
             robots_cached=len(self.robots),
             dns_cached=len(self.resolver),
             **self.extensions.gauges(),
+            transport_down=int(not self.peers.connected) if isinstance(self.peers, TransportHealth) else None,
         )
 
     # -- one lease ---------------------------------------------------------------------------

@@ -286,6 +286,7 @@ class Gauges:
     dns_cached: Annotated[int, Merge.SUM] = 0
     processing: Annotated[int | None, Merge.SUM] = None  # pages in the page processors (None: there are none)
     items: Annotated[int | None, Merge.SUM] = None  # items the processors emitted
+    transport_down: Annotated[int | None, Merge.SUM] = None  # cluster nodes cut off from Redis (None: no cluster)
 
 
 @mergeable
@@ -444,6 +445,8 @@ class LogSink:
     def publish(self, snapshot: Snapshot) -> None:
         line = snapshot.progress_line()
         workers = f", workers {snapshot.partitions}" if snapshot.partitions > 1 else ""
+        if snapshot.gauges.transport_down:
+            workers += ", CLUSTER LINK DOWN: crawling own hosts, batches wait in the journal"
         self.stream.write(
             f"[{line['elapsed']:>7.1f}s] pages {line['pages']} ({line['pages_per_second_recent']}/s), "
             f"frontier {snapshot.gauges.frontier}, in flight {snapshot.gauges.in_flight}, "

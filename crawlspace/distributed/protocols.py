@@ -41,7 +41,7 @@ Contract for an implementer of `Peers`:
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from crawlspace.distributed.claims import Answer
 from crawlspace.distributed.nearclaims import NearMatch, NearQuestion
@@ -129,3 +129,10 @@ class Peers(Protocol):
         """Every part this partition sent acknowledged: wait for the others; True when the crawl
         may begin, False when it was stopped meanwhile."""
         ...
+
+@runtime_checkable
+class TransportHealth(Protocol):
+    """A transport through a server that can be lost while the partition crawls on (Redis): the engine
+    shows it in its progress (Gauges.transport_down) so that an operator sees a node cut off."""
+
+    connected: bool

@@ -1,0 +1,154 @@
+"""The cost of the Redis transport: one simulated web crawled by 1 process, by `--processes 2`, and by 2 and
+3 cluster nodes over a local redis-server, side by side.
+
+One web is served for the whole run (a separate process: its CPU is not counted). Each configuration
+crawls it from a fresh directory, in rounds that take turns so that load changes on a shared machine hit
+them alike. Figures per configuration (the median over rounds):
+
+- pages/s: pages fetched over the crawl's wall time (start of the first process to the end of the last);
+- CPU ms/page: user + system of every crawl process (each reaped with wait4, so a coordinator's workers
+  count) plus redis-server's (from /proc, for the cluster runs) per page;
+- messages, entries, bytes per page: the messages the nodes sent, the stream entries (XADDs) they went in
+  (one per receiver and write) and their bytes (stats.json's transport section);
+- batch p50/p99 ms: the latency of a batch from transmit to acknowledgement (the worst node's).
+
+The target of issue 16: the Redis transport costs at most 0.1 CPU-ms per page more than the socketpair mesh
+(cluster-2 against processes-2).
+
+Usage: python bench/distributed/bench.py [--hosts 150] [--pages-per-host 20] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from crawlspace.simweb import RunningServer, SimWeb, SimWebConfig, serve_in_background  # noqa: E402
+from tests.distributed.redis_server import RedisServer  # noqa: E402
+
+CONFIGURATIONS = ("processes-1", "processes-2", "cluster-2", "cluster-3")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu(pid: int) -> float:
+    """Seconds of user + system CPU of a running process (its own, not its children's)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def reap(process: subprocess.Popen[bytes]) -> float:
+    """Wait for a crawl process; its CPU seconds and those of the children it reaped (its workers)."""
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"a crawl process exited with {process.returncode}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def crawl_command(running: RunningServer, out: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "crawlspace", "crawl", "--out", str(out), "--hosts-file", str(running.hosts_file),
+        "--no-progress", "--max-seconds", "600",
+    ]  # fmt: skip
+
+
+def run_local(running: RunningServer, base: Path, processes: int) -> dict[str, float]:
+    out = base / f"local-{processes}"
+    command = [*crawl_command(running, out), str(running.seeds_file), "--allow-private-addresses", "--min-delay", "0"]
+    started = time.monotonic()
+    process = subprocess.Popen([*command, "--processes", str(processes)], stdout=subprocess.DEVNULL)
+    cpu = reap(process)
+    wall = time.monotonic() - started
+    pages = int(json.loads((out / "stats.json").read_text())["pages_fetched"])
+    return {"pages": pages, "pages_per_second": pages / wall, "cpu_ms_per_page": cpu * 1000 / max(pages, 1)}
+
+
+def run_cluster(running: RunningServer, base: Path, nodes: int) -> dict[str, float]:
+    server = RedisServer(base / f"redis-{nodes}")
+    server.start()
+    try:
+        redis_cpu_before = process_cpu(server.process.pid) if server.process else 0.0
+        processes = []
+        started = time.monotonic()
+        for node in range(nodes):
+            command = crawl_command(running, base / f"node-{nodes}-{node}")
+            command += ["--cluster", server.url, "--node", str(node), "--nodes", str(nodes)]
+            if node == 0:
+                command += [str(running.seeds_file), "--allow-private-addresses", "--min-delay", "0"]
+            processes.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
+            if node == 0:
+                time.sleep(0.5)  # the first node publishes the crawl
+        cpu = sum(reap(process) for process in processes)
+        wall = time.monotonic() - started
+        redis_cpu = (process_cpu(server.process.pid) if server.process else 0.0) - redis_cpu_before
+    finally:
+        server.kill()
+    stats = [json.loads((base / f"node-{nodes}-{node}" / "stats.json").read_text()) for node in range(nodes)]
+    pages = sum(int(s["pages_fetched"]) for s in stats)
+    transport = [s["transport"] for s in stats]
+    return {
+        "pages": pages,
+        "pages_per_second": pages / wall,
+        "cpu_ms_per_page": (cpu + redis_cpu) * 1000 / max(pages, 1),
+        "redis_cpu_ms_per_page": redis_cpu * 1000 / max(pages, 1),
+        "messages_per_page": sum(t["messages_out"] for t in transport) / max(pages, 1),
+        "entries_per_page": sum(t["entries_out"] for t in transport) / max(pages, 1),
+        "bytes_per_page": sum(t["bytes_out"] for t in transport) / max(pages, 1),
+        "batch_p50_ms": max(t["batch_latency_ms_p50"] or 0 for t in transport),
+        "batch_p99_ms": max(t["batch_latency_ms_p99"] or 0 for t in transport),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hosts", type=int, default=150)
+    parser.add_argument("--pages-per-host", type=float, default=20.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", default=",".join(CONFIGURATIONS), help="Comma-separated configurations to run.")
+    args = parser.parse_args()
+    chosen = [name for name in CONFIGURATIONS if name in args.only.split(",")]
+    web = SimWeb.generate(
+        SimWebConfig(
+            hosts=args.hosts, seed=5, mean_pages_per_host=args.pages_per_host, robots_crawl_delay=0.0,
+            include_trap=False, shared_ip_hosts=max(2, args.hosts // 20),
+        )
+    )  # fmt: skip
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in chosen}
+    with tempfile.TemporaryDirectory(prefix="bench-distributed-") as temporary:
+        base = Path(temporary)
+        with serve_in_background(web, base / "web", seeds=20) as running:
+            for number in range(args.rounds):
+                for name in chosen:
+                    kind, count = name.split("-")
+                    where = base / f"round-{number}"
+                    where.mkdir(exist_ok=True)
+                    run = run_local if kind == "processes" else run_cluster
+                    results[name].append(run(running, where, int(count)))
+                    print(f"round {number + 1} {name}: {results[name][-1]}", file=sys.stderr)
+    columns = ["pages", "pages_per_second", "cpu_ms_per_page", "redis_cpu_ms_per_page", "messages_per_page",
+               "entries_per_page", "bytes_per_page", "batch_p50_ms", "batch_p99_ms"]  # fmt: skip
+    print("| configuration | " + " | ".join(columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    medians: dict[str, dict[str, float]] = {}
+    for name in chosen:
+        medians[name] = {c: statistics.median(r[c] for r in results[name]) for c in columns if c in results[name][0]}
+        cells = [f"{medians[name][c]:.2f}" if c in medians[name] else "" for c in columns]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    extra = medians["cluster-2"]["cpu_ms_per_page"] - medians["processes-2"]["cpu_ms_per_page"]
+    print(
+        f"\nRedis transport (cluster-2) - socketpair mesh (processes-2): {extra:+.3f} CPU-ms per page (target <= 0.1)"
+    )
+
+
+if __name__ == "__main__":
+    main()

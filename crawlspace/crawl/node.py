@@ -1,0 +1,199 @@
+"""One node of a crawl across machines (`crawlspace crawl --cluster URL --node K --nodes N`): one engine,
+one partition, its own crawl directory, the others reached through Redis (distributed.redisstreams).
+
+The node's directory has the layout of a one-process crawl (`crawlspace table`, `export`, `warc` read
+it as they read any crawl) plus DIR/cluster.json: the crawl id, the node's index and the number of
+nodes, so that `--resume DIR --cluster URL` finds its place again. The Redis URL is never written
+there (nor to config.json, logs or stats): it holds the password.
+
+Order of a node's start: reach Redis (unreachable: a one-line error), join the crawl (publish it, or
+check this node against it: distributed.cluster), take the node's lock, open the engine's state,
+start the transport (unacknowledged batches go out again), then crawl. Hosts are partitioned by
+rendezvous hashing (distributed.assignment), the rule that moves fewest hosts when a cluster resizes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import redis.asyncio
+
+from crawlspace.config import CrawlConfig
+from crawlspace.crawl.telemetry import CrawlStats, Snapshot, TelemetrySink
+from crawlspace.distributed.assignment import RendezvousAssignment
+from crawlspace.distributed.budget import Budget, PageBudget
+from crawlspace.distributed.cluster import ClusterControl, ClusterSpec, join
+from crawlspace.distributed.redisbudget import RedisBudget
+from crawlspace.distributed.redislink import REDIS_FAILURES, ClusterError, Keys, connect
+from crawlspace.distributed.redisstreams import RedisPeers
+
+log = logging.getLogger(__name__)
+
+CLUSTER_FILE = "cluster.json"
+STATUS_TTL = 7 * 86400  # a node's last status outlives the crawl by a week, for `crawlspace status`
+
+
+def saved_cluster(out: Path) -> dict[str, Any] | None:
+    """DIR/cluster.json of a node's directory ({crawl_id, node, nodes}), None for a crawl of one machine."""
+    path = out / CLUSTER_FILE
+    try:
+        values = json.loads(path.read_text())
+        return {"crawl_id": str(values["crawl_id"]), "node": int(values["node"]), "nodes": int(values["nodes"])}
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ClusterError(f"cannot read {path}: {exc}") from None
+
+
+def record_cluster(out: Path, spec: ClusterSpec) -> None:
+    values = {"crawl_id": spec.crawl_id, "node": spec.node, "nodes": spec.nodes}
+    (out / CLUSTER_FILE).write_text(json.dumps(values, indent=2) + "\n")
+
+
+class RedisStatusSink:
+    """A node's Snapshots to `Keys.status(node)`, for `crawlspace status`: the latest only, written in the
+    background (a sink must return at once), skipped while Redis is lost."""
+
+    def __init__(self, connection: redis.asyncio.Redis, keys: Keys, peers: RedisPeers) -> None:
+        self._redis = connection
+        self._key = keys.status(peers.index)
+        self._peers = peers
+        self._latest: bytes | None = None
+        self._writing: asyncio.Task[None] | None = None
+        self.failures = 0
+
+    def __repr__(self) -> str:
+        return f"RedisStatusSink({self._key})"
+
+    def publish(self, snapshot: Snapshot) -> None:
+        status = {
+            "node": self._peers.index,
+            "updated": time.time(),
+            "finished": snapshot.stats.finished_at is not None,
+            "termination": snapshot.stats.termination,
+            "connected": self._peers.connected,
+            "unacknowledged_batches": self._peers.unacknowledged,
+            "progress": snapshot.progress_line(),
+            "snapshot": snapshot.to_builtins(),
+        }
+        self._latest = json.dumps(status).encode()
+        if self._peers.connected and (self._writing is None or self._writing.done()):
+            self._writing = asyncio.get_running_loop().create_task(self._write())
+
+    async def _write(self) -> None:
+        while self._latest is not None:
+            value, self._latest = self._latest, None
+            try:
+                await self._redis.set(self._key, value, ex=STATUS_TTL)
+            except REDIS_FAILURES:
+                self.failures += 1
+                return
+
+    def close(self) -> None:
+        """The last status is written by `flush`, awaited by the node."""
+
+    async def flush(self) -> None:
+        if self._writing is not None:
+            await asyncio.gather(self._writing, return_exceptions=True)
+        if self._latest is not None:
+            with contextlib.suppress(*REDIS_FAILURES):
+                await self._write()
+
+
+async def crawl_node(
+    spec: ClusterSpec,
+    config: CrawlConfig,
+    out: Path,
+    *,
+    seeds: Sequence[str],
+    resume: bool,
+    record_start: Callable[[list[str]], list[str] | None],
+    make_engine: Callable[..., Any],
+    telemetry: Sequence[TelemetrySink],
+    on_engine: Callable[[Any], None] = lambda engine: None,
+) -> CrawlStats:
+    """Run this node to the end of the crawl. `record_start(seeds)` writes config.json and seeds.json
+    (returns a resumed crawl's unstarted seeds); `make_engine(**options)` builds the CrawlEngine;
+    `on_engine` is told the engine once it exists (so that a stop can reach it)."""
+    connection = await connect(spec.url)
+    try:
+        return await _crawl_with(connection, spec, config, out, list(seeds), resume, record_start, make_engine,
+                                 telemetry, on_engine)  # fmt: skip
+    finally:
+        await connection.aclose()
+
+
+async def _crawl_with(
+    connection: redis.asyncio.Redis,
+    spec: ClusterSpec,
+    config: CrawlConfig,
+    out: Path,
+    seeds: list[str],
+    resume: bool,
+    record_start: Callable[[list[str]], list[str] | None],
+    make_engine: Callable[..., Any],
+    telemetry: Sequence[TelemetrySink],
+    on_engine: Callable[[Any], None],
+) -> CrawlStats:
+    try:
+        joined = await join(connection, spec, config, seeds, resume=resume)
+    except REDIS_FAILURES as exc:
+        raise ClusterError(f"Redis at {spec.where} failed while this node joined: {exc}") from None
+    if joined.previous_stop:
+        log.info("crawl %r: its previous run stopped (%s); this run continues it", spec.crawl_id, joined.previous_stop)
+    engine_holder: list[Any] = []
+
+    def lock_lost() -> None:
+        for engine in engine_holder:
+            engine.stop("node-lock-lost")
+
+    control = ClusterControl(connection, spec, on_lock_lost=lock_lost)
+    await control.acquire()
+    try:
+        record_cluster(out, spec)
+        unstarted = record_start(joined.seeds)
+        peers = RedisPeers(
+            connection, spec.keys, spec.node, spec.nodes, hold_until_settled=not config.store_near_duplicates,
+            where=spec.where,
+        )  # fmt: skip
+        budget: Budget = (
+            RedisBudget(spec.url, spec.keys, spec.node, spec.nodes, config.max_pages)
+            if config.max_pages is not None
+            else PageBudget(None)
+        )
+        status = RedisStatusSink(connection, spec.keys, peers)
+        try:
+            engine = make_engine(
+                resume=resume,
+                unstarted_seeds=unstarted,
+                peers=peers,
+                assignment=RendezvousAssignment(spec.nodes),
+                budget=budget,
+                telemetry=[*telemetry, status],
+            )
+            engine_holder.append(engine)
+            on_engine(engine)
+            peers.attach(engine.stats.errors)
+            await engine.connect()
+            control.start()
+            engine.add_seeds(joined.seeds)  # every node knows every seed (the scope); each queues its own
+            try:
+                stats: CrawlStats = await engine.run()
+            finally:
+                await peers.close(engine.stats.termination)
+                await status.flush()
+            stats.sections["transport"] = {**peers.wire.report(), "status_writes_failed": status.failures}
+            stats.write(out / "stats.json")  # the engine wrote it before the transport had closed
+        finally:
+            if isinstance(budget, RedisBudget):
+                budget.close()
+    finally:
+        await control.close()
+    return stats

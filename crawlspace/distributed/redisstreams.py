@@ -1,0 +1,527 @@
+"""Peers over Redis Streams: the partitions of a crawl on several machines (`crawlspace crawl --cluster`).
+
+Every node has one stream (`Keys.stream(node)`) that carries everything sent to it, as wire messages:
+URL batches (`urls`, or `fwd` for hosts handed over for per-IP politeness), acknowledgements, content
+questions, answers and settlements (distributed.claims). A sender XADDs to the owner's stream; the owner
+reads its stream through a consumer group (XREADGROUP), hands a batch to `Inbox.receive_urls`, and only
+when that returns True (journaled) XACKs and XDELs the entry (so a stream holds only what its node has
+not journaled yet and never grows with the crawl) and sends the acknowledgement. The sender keeps the
+batch (journaled already, by the router) until then: after a lost connection it sends every
+unacknowledged batch again, and a batch still unacknowledged after `resend_after` seconds (Redis lost
+it: `appendfsync everysec` may drop the last second of writes) is sent again, with a doubling delay.
+Repeats are harmless: the owner's URL set drops them.
+
+A node that starts reads its own pending entries first (read but never acknowledged: it died between
+the two), then new ones, and takes over with XAUTOCLAIM what another consumer of its group left pending.
+
+Redis lost during the crawl: the node crawls its own hosts on; batches wait in its journal (and
+memory), content questions are answered None at once (the engine decides locally), and the link is
+retried with backoff; `connected` says so (the engine shows it in its progress: Gauges.transport_down).
+
+A message that is not one (garbage XADDed by another program, a newer release's) is counted in the
+crawl's errors (`transport:malformed-message`), logged once, acknowledged and skipped.
+
+The termination probes and the stop travel by keys, not streams: a node polls `Keys.round` and answers
+each new round in `Keys.answers(round)` (distributed.cluster's leader decides), and polls `Keys.stop`;
+a node whose engine stopped by itself (max-seconds, Ctrl-C, a full disk) sets it on `close`, and every
+other node stops for the same reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio
+import redis.exceptions
+
+from crawlspace.distributed import wire
+from crawlspace.distributed.assignment import content_owner
+from crawlspace.distributed.claims import Answer, ContentClaims
+from crawlspace.distributed.protocols import Inbox
+from crawlspace.distributed.redislink import GROUP, REDIS_ERRORS, Backoff, Keys, consumer, raise_if_cancelled
+from crawlspace.distributed.splitter import Batch
+from crawlspace.frontier.entry import FrontierEntry
+
+log = logging.getLogger(__name__)
+
+QUERY_TIMEOUT = 10.0  # seconds a content question waits for its owner
+UNRESPONSIVE_FOR = 30.0  # after a question timed out, its owner is not asked again for this long
+RESEND_AFTER = 60.0  # an unacknowledged batch is sent again after this long (then twice as long...)
+RESEND_MAX = 600.0
+CONTROL_INTERVAL = 0.2  # how often a node polls for a new termination round and for the stop
+READ_COUNT = 64  # stream entries per XREADGROUP
+BLOCK_MS = 1000  # a read waits this long for new entries (well under the client's socket timeout)
+WRITE_CHUNK = 256  # messages per pipeline
+ANSWERS_TTL = 120  # seconds a round's answers stay in Redis
+
+
+@dataclass(slots=True)
+class _Unacked:
+    batch: Batch
+    sent_at: float  # its last transmission
+    wait: float  # before the next resend
+    first_sent: float  # for the batch latency: transmitted to acknowledged
+
+
+@dataclass
+class WireCounters:
+    """What went over the wire, for stats.json's `transport` section and the benchmark."""
+
+    messages_out: int = 0
+    entries_out: int = 0  # stream entries (XADDs), each with the messages for one receiver of one write
+    bytes_out: int = 0
+    messages_in: int = 0
+    entries_in: int = 0
+    bytes_in: int = 0
+    latencies: list[float] = field(default_factory=list)  # seconds from transmit to acknowledgement
+
+    def report(self) -> dict[str, Any]:
+        ordered = sorted(self.latencies)
+
+        def quantile(q: float) -> float | None:
+            return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2) if ordered else None
+
+        return {
+            "messages_out": self.messages_out, "entries_out": self.entries_out, "bytes_out": self.bytes_out,
+            "messages_in": self.messages_in, "entries_in": self.entries_in, "bytes_in": self.bytes_in,
+            "batches_acknowledged": len(ordered), "batch_latency_ms_p50": quantile(0.5),
+            "batch_latency_ms_p99": quantile(0.99),
+        }  # fmt: skip
+
+
+class RedisPeers:
+    """One node's end of the cluster: implements distributed.protocols.Peers (and TransportHealth)."""
+
+    def __init__(
+        self,
+        connection: redis.asyncio.Redis,
+        keys: Keys,
+        index: int,
+        partitions: int,
+        *,
+        hold_until_settled: bool = False,
+        query_timeout: float = QUERY_TIMEOUT,
+        resend_after: float = RESEND_AFTER,
+        where: str = "Redis",
+    ) -> None:
+        """`where`: the server as logs show it (a redacted URL)."""
+        self.index = index
+        self.partitions = partitions
+        self.sent = 0  # URL batches sent, resends included (termination counting)
+        self.received = 0  # URL batches received and journaled, repeats included
+        self.idle = False
+        self.connected = True
+        self.errors: Counter[str] = Counter()  # the engine's, once attached: malformed messages, lost links
+        self.wire = WireCounters()
+        self._redis = connection
+        self._keys = keys
+        self._stream = keys.stream(index)
+        self._consumer = consumer(index)
+        self._hold = hold_until_settled
+        self._query_timeout = query_timeout
+        self._resend_after = resend_after
+        self._where = where
+        self._outgoing: deque[tuple[int, wire.Message, bool]] = deque()  # (peer, message, kept through a lost link)
+        self._wake_writer = asyncio.Event()
+        self._regained = asyncio.Event()
+        self._unacked: dict[tuple[int, int], _Unacked] = {}
+        self._queries: dict[int, tuple[int, asyncio.Future[Answer | None]]] = {}
+        self._unresponsive: dict[int, float] = {}  # owner -> until when its questions are answered None
+        self._numbers = itertools.count(1)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._reconnecting: asyncio.Task[None] | None = None
+        self._inbox: Inbox | None = None
+        self._claims: ContentClaims | None = None
+        self._answered_round = 0
+        self.stopped_by: wire.Stop | None = None  # the cluster's stop, once seen
+        self._malformed_logged = False
+        self._lost_at = 0.0
+        self._links = 1  # connections so far: the reader reads its pending entries again on a new one
+
+    def __repr__(self) -> str:
+        return (
+            f"RedisPeers({self.index} of {self.partitions} via {self._where}, sent {self.sent}, received "
+            f"{self.received}, {len(self._unacked)} unacknowledged, {'connected' if self.connected else 'LOST'})"
+        )
+
+    def attach(self, errors: Counter[str]) -> None:
+        """Count the transport's errors in the crawl's own counters (stats.json, progress, status)."""
+        errors.update(self.errors)
+        self.errors = errors
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self, inbox: Inbox) -> None:
+        self._inbox = inbox
+        self._claims = ContentClaims(inbox, hold_until_settled=self._hold)
+        try:
+            await self._prepare_stream()
+        except REDIS_ERRORS:
+            raise_if_cancelled()
+            self._lost()
+        else:
+            self._regained.set()
+        self._tasks = [
+            asyncio.create_task(self._read(), name=f"redis-read-{self.index}"),
+            asyncio.create_task(self._write(), name=f"redis-write-{self.index}"),
+            asyncio.create_task(self._control(), name=f"redis-control-{self.index}"),
+            asyncio.create_task(self._resend_stale(), name=f"redis-resend-{self.index}"),
+        ]
+
+    async def _prepare_stream(self) -> None:
+        """The node's consumer group (reading from the stream's first entry: batches may wait for a node
+        that was not started yet), and what other consumers of it left pending, taken over."""
+        try:
+            await self._redis.xgroup_create(self._stream, GROUP, id="0", mkstream=True)
+        except redis.exceptions.ResponseError as exc:
+            raise_if_cancelled()
+            if "BUSYGROUP" not in str(exc):
+                raise
+        start = "0-0"
+        while True:
+            reply = await self._redis.xautoclaim(self._stream, GROUP, self._consumer, 0, start_id=start, count=500)
+            start = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
+            if start == "0-0":
+                return
+
+    async def close(self, termination: str = "") -> None:
+        if termination and self.stopped_by is None and self.connected:
+            stop = wire.encode([wire.Stop(termination, self.index)])
+            try:  # it stopped by itself: the crawl stops, for the same reason (unless a stop came first)
+                await self._redis.set(self._keys.stop, stop, nx=True)
+            except REDIS_ERRORS:
+                raise_if_cancelled()
+                log.warning("node %d could not tell the cluster it stopped (%s): Redis lost", self.index, termination)
+        with contextlib.suppress(*REDIS_ERRORS, TimeoutError):  # acknowledgements owed, then go
+            await asyncio.wait_for(self._flush(), timeout=2.0)
+        for task in [*self._tasks, *([self._reconnecting] if self._reconnecting else [])]:
+            task.cancel()
+        await asyncio.wait(self._tasks, timeout=5.0)
+        for _, future in self._queries.values():
+            if not future.done():
+                future.set_result(None)
+
+    # -- the link ------------------------------------------------------------------------------
+
+    def _lost(self) -> None:
+        """The server is gone: crawl on alone, answer open questions None, retry with backoff."""
+        if not self.connected:
+            return
+        self.connected = False
+        self._regained.clear()
+        self._lost_at = time.monotonic()
+        self.errors["transport:redis-lost"] += 1
+        log.warning(
+            "node %d lost Redis at %s: crawling its own hosts; batches wait in its journal; retrying", self.index,
+            self._where,
+        )  # fmt: skip
+        # batches are sent again from _unacked once the link is back, questions were answered None: both go;
+        # acknowledgements, answers and settlements wait for the link
+        self._outgoing = deque(item for item in self._outgoing if item[2])
+        for _, future in self._queries.values():
+            if not future.done():
+                future.set_result(None)
+        if self._reconnecting is None or self._reconnecting.done():
+            self._reconnecting = asyncio.create_task(self._reconnect())
+
+    async def _reconnect(self) -> None:
+        backoff = Backoff()
+        while True:
+            await asyncio.sleep(backoff.next())
+            try:
+                await self._redis.ping()
+                await self._prepare_stream()  # a server that lost its data: the group again
+            except REDIS_ERRORS:
+                raise_if_cancelled()
+                continue
+            except redis.exceptions.ResponseError as exc:  # not ready after a restart
+                raise_if_cancelled()
+                log.debug("Redis not ready yet: %s", exc)
+                continue
+            break
+        self.connected = True
+        self._links += 1
+        log.warning("node %d has Redis back after %.1f s", self.index, time.monotonic() - self._lost_at)
+        self._resend(list(self._unacked.values()))  # it may have lost its last second of writes
+        self._wake_writer.set()  # what waited for the link
+        self._regained.set()
+
+    def _queue(self, peer: int, message: wire.Message, *, keep: bool = True) -> None:
+        self._outgoing.append((peer, message, keep))
+        self._wake_writer.set()
+
+    async def _write(self) -> None:
+        while True:
+            await self._wake_writer.wait()
+            self._wake_writer.clear()
+            if not self.connected:
+                continue
+            try:
+                await self._flush()
+            except REDIS_ERRORS:
+                raise_if_cancelled()
+                self._lost()
+
+    async def _flush(self) -> None:
+        while self._outgoing and self.connected:
+            chunk = [self._outgoing.popleft() for _ in range(min(WRITE_CHUNK, len(self._outgoing)))]
+            by_peer: dict[int, list[wire.Message]] = {}
+            for peer, message, _ in chunk:  # one stream entry per receiver, its messages in order
+                by_peer.setdefault(peer, []).append(message)
+            pipe = self._redis.pipeline(transaction=False)
+            for peer, messages in by_peer.items():
+                unit = wire.encode(messages)
+                pipe.xadd(self._keys.stream(peer), {b"m": unit})
+                self.wire.messages_out += len(messages)
+                self.wire.entries_out += 1
+                self.wire.bytes_out += len(unit)
+            try:
+                await pipe.execute()
+            except BaseException:
+                self._outgoing.extendleft(reversed(chunk))  # some may have been written: repeats are harmless
+                raise
+
+    # -- URL batches -------------------------------------------------------------------------
+
+    def transmit(self, batches: list[Batch]) -> None:
+        now = time.monotonic()
+        for batch in batches:
+            self._unacked[(batch.peer, batch.number)] = _Unacked(batch, now, self._resend_after, now)
+        if self.connected:
+            self._send_batches(batches)
+
+    def _send_batches(self, batches: list[Batch]) -> None:
+        self.sent += len(batches)
+        for batch in batches:
+            urls = [(entry.url, entry.depth, entry.hops) for entry in batch.entries]
+            self._queue(batch.peer, wire.UrlBatch(self.index, batch.number, urls, batch.forward), keep=False)
+
+    def _resend(self, waiting: list[_Unacked]) -> None:
+        now = time.monotonic()
+        for item in waiting:
+            item.sent_at = now
+        self._send_batches([item.batch for item in waiting])
+
+    async def _resend_stale(self) -> None:
+        while True:
+            await asyncio.sleep(min(5.0, self._resend_after / 2))
+            if not self.connected:
+                continue
+            now = time.monotonic()
+            stale = [item for item in self._unacked.values() if now - item.sent_at >= item.wait]
+            for item in stale:
+                item.wait = min(RESEND_MAX, item.wait * 2)
+            if stale:
+                self.errors["transport:batches-resent"] += len(stale)
+                self._resend(stale)
+
+    @property
+    def unacknowledged(self) -> int:
+        return len(self._unacked)
+
+    # -- exact duplicates, partitioned by fingerprint -------------------------------------------
+
+    async def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer | None:
+        assert self._claims is not None, "claim_first before start"
+        owner = content_owner(body_fingerprint, self.partitions)
+        if owner != self.index and (not self.connected or self._unresponsive.get(owner, 0.0) > time.monotonic()):
+            return None
+        number = next(self._numbers)
+        if owner == self.index:
+            first = self._claims.claim(self.index, number, body_fingerprint, url, fetched_at)
+            if first is not None:
+                return first
+        future: asyncio.Future[Answer | None] = asyncio.get_running_loop().create_future()
+        self._queries[number] = (owner, future)
+        if owner != self.index:
+            question = wire.ContentQuestion(self.index, number, body_fingerprint, url, fetched_at)
+            self._queue(owner, question, keep=False)
+        try:
+            return await asyncio.wait_for(future, timeout=self._query_timeout)
+        except TimeoutError:
+            self.errors["transport:claim-timeout"] += 1
+            if owner != self.index:  # a dead node: its share of the pages is decided locally for a while
+                self._unresponsive[owner] = time.monotonic() + UNRESPONSIVE_FOR
+            return None
+        finally:
+            self._queries.pop(number, None)
+
+    def settle(self, body_fingerprint: int, url: str, *, stored: bool) -> None:
+        owner = content_owner(body_fingerprint, self.partitions)
+        if owner == self.index:
+            self._settled(body_fingerprint, url, stored)
+        else:
+            self._queue(owner, wire.ContentSettle(body_fingerprint, url, stored))
+
+    def _settled(self, fingerprint: int, url: str, stored: bool) -> None:
+        assert self._claims is not None
+        for asker, number, first in self._claims.settle(fingerprint, url, stored=stored):
+            self._answer(asker, number, first)
+
+    def _answer(self, asker: int, number: int, first: Answer) -> None:
+        if asker != self.index:
+            self._queue(asker, wire.ContentAnswer(number, first[0], first[1]))
+            return
+        query = self._queries.get(number)
+        if query is not None and not query[1].done():
+            query[1].set_result(first)
+
+    # -- reading the node's stream ---------------------------------------------------------------
+
+    async def _read(self) -> None:
+        pending_from: str | None = "0"  # the node's own pending entries first, then new ones (None)
+        link = self._links
+        while True:
+            if not self.connected:
+                await self._regained.wait()
+            if link != self._links:  # what was read and not acknowledged before the loss: again
+                link, pending_from = self._links, "0"
+            try:
+                reply = await self._redis.xreadgroup(
+                    GROUP, self._consumer, {self._stream: pending_from or ">"}, count=READ_COUNT,
+                    block=None if pending_from else BLOCK_MS,
+                )  # fmt: skip
+            except redis.exceptions.ResponseError as exc:
+                raise_if_cancelled()
+                if "NOGROUP" not in str(exc):
+                    raise
+                self._lost()  # the server lost the stream: the reconnection makes the group again
+                continue
+            except REDIS_ERRORS:
+                raise_if_cancelled()
+                self._lost()
+                continue
+            entries: list[tuple[Any, Any]] = reply[0][1] if reply else []  # type: ignore[index,assignment]
+            if pending_from is not None:
+                if not entries:
+                    pending_from = None
+                    continue
+                pending_from = _text(entries[-1][0])
+            acks: dict[int, list[int]] = {}
+            done = [entry_id for entry_id, fields in entries if self._handle(entry_id, fields, acks)]
+            for sender, numbers in acks.items():  # once journaled (receive_urls returned True)
+                self._queue(sender, wire.Ack(self.index, numbers))
+            if done:
+                pipe = self._redis.pipeline(transaction=False)
+                pipe.xack(self._stream, GROUP, *done)
+                pipe.xdel(self._stream, *done)
+                try:
+                    await pipe.execute()
+                except REDIS_ERRORS:
+                    raise_if_cancelled()
+                    self._lost()
+
+    def _handle(self, entry_id: Any, fields: dict[bytes, bytes] | None, acks: dict[int, list[int]]) -> bool:
+        """Act on one entry; True when it is done with (acknowledge and delete it). Batches journaled are
+        added to `acks` (sender -> numbers), acknowledged together after the read."""
+        inbox, claims = self._inbox, self._claims
+        assert inbox is not None and claims is not None
+        data = (fields or {}).get(b"m")
+        if data is None:
+            if fields is None:  # deleted after it was read: nothing left to do
+                return True
+            return self._malformed(entry_id, wire.WireError(f"no 'm' field (fields {sorted(fields)!r:.80})"))
+        self.wire.entries_in += 1
+        self.wire.bytes_in += len(data)
+        try:  # an entry is refused whole or taken whole
+            messages = wire.decode(data)
+            for message in messages:
+                if isinstance(message, (wire.ProbeReply, wire.Stop)):
+                    raise wire.WireError(f"a {type(message).__name__} has no place on a stream")
+                sender = getattr(message, "sender", None)
+                if sender is not None and not (0 <= sender < self.partitions and sender != self.index):
+                    raise wire.WireError(f"from node {sender}, not another of the crawl's {self.partitions}")
+        except wire.WireError as exc:
+            return self._malformed(entry_id, exc)
+        self.wire.messages_in += len(messages)
+        done = True
+        for message in messages:
+            done &= self._act(message, inbox, claims, acks)
+        return done
+
+    def _act(self, message: wire.Message, inbox: Inbox, claims: ContentClaims, acks: dict[int, list[int]]) -> bool:
+        """One message; False for a batch that could not be journaled (its entry stays pending)."""
+        sender = getattr(message, "sender", None)
+        if sender is not None:
+            self._unresponsive.pop(sender, None)
+        match message:
+            case wire.UrlBatch(sender=sender, number=number, urls=urls, forward=forward):
+                entries = [FrontierEntry(url, depth, hops) for url, depth, hops in urls]
+                if not inbox.receive_urls(entries, forwarded=forward):
+                    return False  # not journaled: left pending, read again after a restart
+                self.received += 1
+                acks.setdefault(sender, []).append(number)
+            case wire.Ack(sender=sender, numbers=numbers):
+                now = time.monotonic()
+                for number in numbers:
+                    waited = self._unacked.pop((sender, number), None)
+                    if waited is not None:
+                        self.wire.latencies.append(now - waited.first_sent)
+                        inbox.batch_acknowledged(sender, number)
+            case wire.ContentQuestion(sender=sender, number=number, fingerprint=fingerprint, url=url, fetched_at=at):
+                first = claims.claim(sender, number, fingerprint, url, at)
+                if first is not None:
+                    self._answer(sender, number, first)
+            case wire.ContentAnswer(number=number, url=url, fetched_at=at):
+                query = self._queries.get(number)
+                if query is not None and not query[1].done():
+                    query[1].set_result((url, at))
+            case wire.ContentSettle(fingerprint=fingerprint, url=url, stored=stored):
+                self._settled(fingerprint, url, stored)
+        return True
+
+    def _malformed(self, entry_id: Any, problem: wire.WireError) -> bool:
+        self.errors["transport:malformed-message"] += 1
+        if not self._malformed_logged:
+            self._malformed_logged = True
+            log.warning(
+                "node %d skipped stream entry %s: %s (logged once; counted as transport:malformed-message)",
+                self.index, _text(entry_id), problem,
+            )  # fmt: skip
+        return True
+
+    # -- the cluster's termination rounds and stop ------------------------------------------------
+
+    async def _control(self) -> None:
+        inbox = self._inbox
+        assert inbox is not None
+        while True:
+            await asyncio.sleep(CONTROL_INTERVAL)
+            if not self.connected:
+                continue
+            try:
+                round_value, stop_value = await self._redis.mget(self._keys.round, self._keys.stop)
+                if stop_value is not None and self.stopped_by is None:
+                    try:
+                        self.stopped_by = stop = wire.decode_one(stop_value, wire.Stop)
+                    except wire.WireError as exc:
+                        self._malformed("stop", exc)
+                        self.stopped_by = stop = wire.Stop("stopped", -1)
+                    log.info("node %d stops: the cluster's stop (%s, from node %d)", self.index, stop.reason, stop.node)
+                    inbox.stop(stop.reason)
+                number = int(round_value or 0)
+                if number > self._answered_round:
+                    reply = wire.ProbeReply(number, self.index, self.idle, self.sent, self.received)
+                    pipe = self._redis.pipeline(transaction=False)
+                    pipe.hset(self._keys.answers(number), str(self.index), wire.encode([reply]))
+                    pipe.expire(self._keys.answers(number), ANSWERS_TTL)
+                    await pipe.execute()
+                    self._answered_round = number
+            except REDIS_ERRORS:
+                raise_if_cancelled()
+                self._lost()
+            except (redis.exceptions.ResponseError, ValueError) as exc:  # a round key that is not a number
+                raise_if_cancelled()
+                self.errors["transport:bad-control-key"] += 1
+                log.debug("control keys unreadable: %s", exc)
+
+
+def _text(entry_id: Any) -> str:
+    return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
