@@ -3,10 +3,16 @@
 The peak is the kernel's: `ru_maxrss` of the reaped child (os.wait4), the high-water mark of its
 resident set over its whole life, crawl processes it forked included (the largest of them). Nothing
 inside the crawl is asked, so the figure cannot be flattered by what the crawl reports of itself.
+
+The crawl is started by a small launcher process, not by the test's own: Linux keeps a process's
+`ru_maxrss` across execve, and a child made by vfork/fork+exec starts with its parent's resident set as
+its high-water mark, so a crawl started straight from a pytest worker that had grown to 400 MB (after
+other tests) "peaked" at 400 MB whatever it did itself. The launcher is some 10 MB.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -55,6 +61,24 @@ def toml_value(value: object) -> str:
     return repr(value)
 
 
+_LAUNCHER = """
+import json, os, subprocess, sys, time
+command, timeout = json.loads(sys.argv[1]), float(sys.argv[2])
+child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+deadline = time.monotonic() + timeout
+while True:
+    pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+    if pid:
+        break
+    if time.monotonic() > deadline:
+        child.kill()
+        pid, status, usage = os.wait4(child.pid, 0)
+        break
+    time.sleep(0.05)
+print(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_maxrss]))
+"""
+
+
 def crawl_measured(seeds: list[str], out: Path, config: dict[str, object], timeout: float = 300) -> MeasuredCrawl:
     """`crawlspace crawl` of `seeds` into `out` with `config` (keys of CrawlConfig), in a child process."""
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -68,21 +92,14 @@ def crawl_measured(seeds: list[str], out: Path, config: dict[str, object], timeo
     stderr_file = out.parent / f"{out.name}-stderr.txt"
     with open(stderr_file, "wb") as stderr:
         env = dict(os.environ, PYTHONPATH=str(REPO))
-        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, env=env)
-        deadline = started + timeout
-        while True:
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                child.kill()
-                pid, status, usage = os.wait4(child.pid, 0)
-                break
-            time.sleep(0.05)
-    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+        launched = subprocess.run(
+            [sys.executable, "-c", _LAUNCHER, json.dumps(command), str(timeout)],
+            stdout=subprocess.PIPE, stderr=stderr, env=env, check=True,
+        )  # fmt: skip
+    returncode, max_rss_kib = json.loads(launched.stdout)
     return MeasuredCrawl(
-        peak_rss_mb=usage.ru_maxrss / 1024,  # KiB on Linux
-        returncode=child.returncode,
+        peak_rss_mb=max_rss_kib / 1024,  # KiB on Linux
+        returncode=returncode,
         seconds=time.monotonic() - started,
         stderr=stderr_file.read_text(errors="replace"),
     )
