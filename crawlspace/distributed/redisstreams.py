@@ -46,6 +46,7 @@ from crawlspace.distributed.assignment import content_owner
 from crawlspace.distributed.claims import Answer, ContentClaims
 from crawlspace.distributed.protocols import Inbox
 from crawlspace.distributed.redislink import GROUP, REDIS_ERRORS, Backoff, Keys, consumer, raise_if_cancelled
+from crawlspace.distributed.resize import HandoverError, Part, Resize, decode_part, encode_part
 from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier.entry import FrontierEntry
 
@@ -60,6 +61,7 @@ READ_COUNT = 64  # stream entries per XREADGROUP
 BLOCK_MS = 1000  # a read waits this long for new entries (well under the client's socket timeout)
 WRITE_CHUNK = 256  # messages per pipeline
 ANSWERS_TTL = 120  # seconds a round's answers stay in Redis
+HANDED_TTL = 30 * 86400  # a resize's barrier outlives its phase: a node may resume long after
 
 
 @dataclass(slots=True)
@@ -110,10 +112,16 @@ class RedisPeers:
         query_timeout: float = QUERY_TIMEOUT,
         resend_after: float = RESEND_AFTER,
         where: str = "Redis",
+        resize: Resize | None = None,
     ) -> None:
-        """`where`: the server as logs show it (a redacted URL)."""
+        """`where`: the server as logs show it (a redacted URL). `resize`: the crawl was resumed with
+        another number of nodes; `partitions` is the new one, and every node of the old and the new
+        count (`resize.workers`) takes part in its handover phase."""
         self.index = index
         self.partitions = partitions
+        self.resize = resize
+        self.members = resize.workers if resize is not None else partitions  # who may send to this node
+        self.draining = resize is not None and resize.draining(index)  # it ends after the phase
         self.sent = 0  # URL batches sent, resends included (termination counting)
         self.received = 0  # URL batches received and journaled, repeats included
         self.idle = False
@@ -144,6 +152,11 @@ class RedisPeers:
         self._malformed_logged = False
         self._lost_at = 0.0
         self._links = 1  # connections so far: the reader reads its pending entries again on a new one
+        self._handover_unacked: dict[tuple[int, int], bytes] = {}  # (peer, number) -> the encoded part
+        self._handover_queue: dict[tuple[int, int], None] = {}  # parts to write, in order (an ordered set)
+        self._wake_handover = asyncio.Event()
+        self._handover_writer: asyncio.Task[None] | None = None
+        self._handover_over = resize is None  # the phase's barrier passed: a repeated part is dropped
 
     def __repr__(self) -> str:
         return (
@@ -192,7 +205,7 @@ class RedisPeers:
                 return
 
     async def close(self, termination: str = "") -> None:
-        if termination and self.stopped_by is None and self.connected:
+        if termination and self.stopped_by is None and self.connected and not self.draining:
             stop = wire.encode([wire.Stop(termination, self.index)])
             try:  # it stopped by itself: the crawl stops, for the same reason (unless a stop came first)
                 await self._redis.set(self._keys.stop, stop, nx=True)
@@ -250,6 +263,7 @@ class RedisPeers:
         self._links += 1
         log.warning("node %d has Redis back after %.1f s", self.index, time.monotonic() - self._lost_at)
         self._resend(list(self._unacked.values()))  # it may have lost its last second of writes
+        self._resend_handover()
         self._wake_writer.set()  # what waited for the link
         self._regained.set()
 
@@ -373,6 +387,94 @@ class RedisPeers:
         if query is not None and not query[1].done():
             query[1].set_result(first)
 
+    # -- a resize's handover (distributed.resize, crawl/repartition.py) ---------------------------
+
+    def transmit_handover(self, peer: int, number: int, part: Part) -> None:
+        self._handover_unacked[(peer, number)] = wire.encode([wire.HandoverPart(self.index, number, encode_part(part))])
+        self._handover_queue[(peer, number)] = None
+        if self._handover_writer is None:
+            self._handover_writer = asyncio.create_task(self._write_handover(), name=f"redis-handover-{self.index}")
+            self._tasks.append(self._handover_writer)
+        self._wake_handover.set()
+
+    def _resend_handover(self) -> None:
+        """After a lost link: every part not acknowledged (Redis may have lost it, or its acknowledgement)."""
+        self._handover_queue.update(dict.fromkeys(sorted(self._handover_unacked, key=lambda key: key[1])))
+        self._wake_handover.set()
+
+    async def _write_handover(self) -> None:
+        """Parts go one per stream entry, apart from the other messages: a part is up to a MiB, and an
+        entry of many would pass what a receiver accepts (wire.MAX_MESSAGE)."""
+        while True:
+            await self._wake_handover.wait()
+            self._wake_handover.clear()
+            while self._handover_queue and self.connected:
+                peer, _ = key = next(iter(self._handover_queue))
+                unit = self._handover_unacked.get(key)
+                if unit is not None:
+                    try:
+                        await self._redis.xadd(self._keys.stream(peer), {b"m": unit})
+                    except REDIS_ERRORS:
+                        raise_if_cancelled()
+                        self._lost()  # the reconnection queues every unacknowledged part again
+                        break
+                    self.wire.messages_out += 1
+                    self.wire.entries_out += 1
+                    self.wire.bytes_out += len(unit)
+                self._handover_queue.pop(key, None)
+
+    def _receive_handover(self, message: wire.HandoverPart, inbox: Inbox) -> bool:
+        """False leaves the entry pending (not made durable: read again after a restart)."""
+        if self._handover_over:  # a repeat: every part was durable before the barrier passed
+            self._queue(message.sender, wire.HandoverAck(self.index, [message.number]))
+            return True
+        try:
+            part = decode_part(message.part)
+        except HandoverError as exc:
+            return self._malformed(f"handover part {message.number} from node {message.sender}", wire.WireError(exc))
+        if not inbox.receive_handover(message.sender, message.number, part):
+            return False
+        self._queue(message.sender, wire.HandoverAck(self.index, [message.number]))
+        return True
+
+    def _handover_acknowledged(self, message: wire.HandoverAck, inbox: Inbox) -> None:
+        for number in message.numbers:
+            if self._handover_unacked.pop((message.sender, number), None) is not None:
+                inbox.handover_acknowledged(message.sender, number)
+
+    async def repartitioned(self) -> bool:
+        """The phase's barrier, a set in Redis (`Keys.handed(epoch)`): this node joins it, then waits until
+        every member of the resize has; False once the cluster's stop came (the `_control` task polls it).
+        The set outlives the phase, so a node killed after the barrier passes finds it passed again."""
+        if self.resize is None:
+            return True
+        key = self._keys.handed(self.resize.epoch)
+        joined = False
+        while self.stopped_by is None:
+            if self.connected:
+                try:
+                    if not joined:
+                        pipe = self._redis.pipeline(transaction=False)
+                        pipe.sadd(key, str(self.index))
+                        pipe.expire(key, HANDED_TTL)
+                        await pipe.execute()
+                        joined = True
+                        log.info("node %d handed over its share of resize %d", self.index, self.resize.epoch)
+                    members = {int(_text(member)) for member in await self._redis.smembers(key)}
+                    if members >= set(range(self.members)):
+                        self._handover_over = True
+                        return True
+                except REDIS_ERRORS:
+                    raise_if_cancelled()
+                    self._lost()
+                    joined = False  # a server that lost its data lost the set too
+                except (redis.exceptions.ResponseError, ValueError) as exc:  # a member that is not a number
+                    raise_if_cancelled()
+                    self.errors["transport:bad-control-key"] += 1
+                    log.debug("resize barrier unreadable: %s", exc)
+            await asyncio.sleep(CONTROL_INTERVAL)
+        return False
+
     # -- reading the node's stream ---------------------------------------------------------------
 
     async def _read(self) -> None:
@@ -436,8 +538,8 @@ class RedisPeers:
                 if isinstance(message, (wire.ProbeReply, wire.Stop)):
                     raise wire.WireError(f"a {type(message).__name__} has no place on a stream")
                 sender = getattr(message, "sender", None)
-                if sender is not None and not (0 <= sender < self.partitions and sender != self.index):
-                    raise wire.WireError(f"from node {sender}, not another of the crawl's {self.partitions}")
+                if sender is not None and not (0 <= sender < self.members and sender != self.index):
+                    raise wire.WireError(f"from node {sender}, not another of the crawl's {self.members}")
         except wire.WireError as exc:
             return self._malformed(entry_id, exc)
         self.wire.messages_in += len(messages)
@@ -475,6 +577,10 @@ class RedisPeers:
                     query[1].set_result((url, at))
             case wire.ContentSettle(fingerprint=fingerprint, url=url, stored=stored):
                 self._settled(fingerprint, url, stored)
+            case wire.HandoverPart():
+                return self._receive_handover(message, inbox)
+            case wire.HandoverAck():
+                self._handover_acknowledged(message, inbox)
         return True
 
     def _malformed(self, entry_id: Any, problem: wire.WireError) -> bool:
