@@ -4,7 +4,9 @@ one partition, its own crawl directory, the others reached through Redis (distri
 The node's directory has the layout of a one-process crawl (`crawlspace table`, `export`, `warc` read
 it as they read any crawl) plus DIR/cluster.json: the crawl id, the node's index and the number of
 nodes, so that `--resume DIR --cluster URL` finds its place again. The Redis URL is never written
-there (nor to config.json, logs or stats): it holds the password.
+there (nor to config.json, logs or stats): it holds the password. A resize (`--resume DIR --nodes M`,
+distributed.cluster) is recorded there as well until its handover phase has ended, as partitions.json
+records a local one: a node killed in the phase resumes the same phase.
 
 Order of a node's start: reach Redis (unreachable: a one-line error), join the crawl (publish it, or
 check this node against it: distributed.cluster), take the node's lock, open the engine's state,
@@ -18,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,7 +32,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl.telemetry import CrawlStats, Snapshot, TelemetrySink
 from crawlspace.distributed.assignment import RendezvousAssignment
 from crawlspace.distributed.budget import Budget, PageBudget
-from crawlspace.distributed.cluster import ClusterControl, ClusterSpec, join
+from crawlspace.distributed.cluster import ClusterControl, ClusterSpec, finish_resize, join
 from crawlspace.distributed.redisbudget import RedisBudget
 from crawlspace.distributed.redislink import REDIS_FAILURES, ClusterError, Keys, connect
 from crawlspace.distributed.redisstreams import RedisPeers
@@ -41,11 +44,16 @@ STATUS_TTL = 7 * 86400  # a node's last status outlives the crawl by a week, for
 
 
 def saved_cluster(out: Path) -> dict[str, Any] | None:
-    """DIR/cluster.json of a node's directory ({crawl_id, node, nodes}), None for a crawl of one machine."""
+    """DIR/cluster.json of a node's directory ({crawl_id, node, nodes, epoch, resizing_from}), None for a
+    crawl of one machine. (A directory written before resizes has no epoch: 0, none under way.)"""
     path = out / CLUSTER_FILE
     try:
         values = json.loads(path.read_text())
-        return {"crawl_id": str(values["crawl_id"]), "node": int(values["node"]), "nodes": int(values["nodes"])}
+        was = values.get("resizing_from")
+        return {
+            "crawl_id": str(values["crawl_id"]), "node": int(values["node"]), "nodes": int(values["nodes"]),
+            "epoch": int(values.get("epoch", 0)), "resizing_from": None if was is None else int(was),
+        }  # fmt: skip
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -53,8 +61,32 @@ def saved_cluster(out: Path) -> dict[str, Any] | None:
 
 
 def record_cluster(out: Path, spec: ClusterSpec) -> None:
-    values = {"crawl_id": spec.crawl_id, "node": spec.node, "nodes": spec.nodes}
-    (out / CLUSTER_FILE).write_text(json.dumps(values, indent=2) + "\n")
+    """Written atomically: a node killed while it writes must find its resize recorded, or not at all."""
+    values = {
+        "crawl_id": spec.crawl_id, "node": spec.node, "nodes": spec.nodes, "epoch": spec.epoch,
+        "resizing_from": spec.resizing_from,
+    }  # fmt: skip
+    path = out / CLUSTER_FILE
+    temporary = path.with_suffix(".tmp")
+    with temporary.open("w", encoding="utf-8") as file:
+        file.write(json.dumps(values, indent=2) + "\n")
+        file.flush()
+        os.fsync(file.fileno())
+    temporary.replace(path)
+
+
+async def _repartition(connection: redis.asyncio.Redis, spec: ClusterSpec, engine: Any, out: Path) -> None:
+    """A resize's phase (crawl/repartition.py, the local mode's), then the node's record says it is
+    over; stopped meanwhile, the run that follows only checkpoints and ends, and a resume repeats it."""
+    resize = spec.resize
+    assert resize is not None
+    log.info("node %d: resize %d from %d to %d nodes%s", spec.node, resize.epoch, resize.previous, resize.partitions,
+             ": this node hands over its hosts and ends" if resize.draining(spec.node) else "")  # fmt: skip
+    if not await engine.repartition():
+        return
+    with contextlib.suppress(*REDIS_FAILURES):  # the others clear it as well
+        await finish_resize(connection, spec)
+    record_cluster(out, spec.resized())
 
 
 class RedisStatusSink:
@@ -146,6 +178,7 @@ async def _crawl_with(
         joined = await join(connection, spec, config, seeds, resume=resume)
     except REDIS_FAILURES as exc:
         raise ClusterError(f"Redis at {spec.where} failed while this node joined: {exc}") from None
+    spec = joined.spec  # a node new to the crawl may join a resize
     if joined.previous_stop:
         log.info("crawl %r: its previous run stopped (%s); this run continues it", spec.crawl_id, joined.previous_stop)
     engine_holder: list[Any] = []
@@ -161,7 +194,7 @@ async def _crawl_with(
         unstarted = record_start(joined.seeds)
         peers = RedisPeers(
             connection, spec.keys, spec.node, spec.nodes, hold_until_settled=not config.store_near_duplicates,
-            where=spec.where,
+            where=spec.where, resize=spec.resize,
         )  # fmt: skip
         budget: Budget = (
             RedisBudget(spec.url, spec.keys, spec.node, spec.nodes, config.max_pages)
@@ -177,12 +210,16 @@ async def _crawl_with(
                 assignment=RendezvousAssignment(spec.nodes),
                 budget=budget,
                 telemetry=[*telemetry, status],
+                resize=spec.resize,
             )
             engine_holder.append(engine)
             on_engine(engine)
             peers.attach(engine.stats.errors)
-            await engine.connect()
-            control.start()
+            control.start()  # the lock is renewed through a phase of any length
+            if spec.resize is not None:
+                await _repartition(connection, spec, engine, out)
+            else:
+                await engine.connect()
             engine.add_seeds(joined.seeds)  # every node knows every seed (the scope); each queues its own
             try:
                 stats: CrawlStats = await engine.run()

@@ -157,6 +157,8 @@ class RedisPeers:
         self._wake_handover = asyncio.Event()
         self._handover_writer: asyncio.Task[None] | None = None
         self._handover_over = resize is None  # the phase's barrier passed: a repeated part is dropped
+        self._resize_mark: tuple[int, int] | None = None  # the last entry of this stream before the barrier
+        self.stale_batches = 0  # URL batches of the run before the resize, dropped
 
     def __repr__(self) -> str:
         return (
@@ -437,6 +439,19 @@ class RedisPeers:
         self._queue(message.sender, wire.HandoverAck(self.index, [message.number]))
         return True
 
+    def _without_stale_batches(self, entry_id: Any, messages: list[wire.Message]) -> list[wire.Message]:
+        """A resized crawl drops the URL batches of its run before the resize, unacknowledged: each sender
+        routes what it had not heard acknowledged under the new assignment (crawl/repartition.py), and
+        the old receiver may not own those hosts any more. Every batch of the new run was written after
+        this node joined the barrier (no node sends one before it has seen every member there), that is
+        after `_resize_mark`; a batch of the new run taken for a stale one (this node killed and resumed
+        after the barrier passed, a later mark) is only late: its sender sends it again (`resend_after`)."""
+        if self._resize_mark is None or _stream_id(entry_id) > self._resize_mark:
+            return messages
+        kept: list[wire.Message] = [message for message in messages if not isinstance(message, wire.UrlBatch)]
+        self.stale_batches += len(messages) - len(kept)
+        return kept
+
     def _handover_acknowledged(self, message: wire.HandoverAck, inbox: Inbox) -> None:
         for number in message.numbers:
             if self._handover_unacked.pop((message.sender, number), None) is not None:
@@ -454,15 +469,18 @@ class RedisPeers:
             if self.connected:
                 try:
                     if not joined:
-                        pipe = self._redis.pipeline(transaction=False)
+                        pipe = self._redis.pipeline(transaction=True)  # the mark and the barrier at once
                         pipe.sadd(key, str(self.index))
                         pipe.expire(key, HANDED_TTL)
-                        await pipe.execute()
+                        pipe.xinfo_stream(self._stream)
+                        info = (await pipe.execute())[-1]
+                        self._resize_mark = _stream_id(info["last-generated-id"])
                         joined = True
                         log.info("node %d handed over its share of resize %d", self.index, self.resize.epoch)
                     members = {int(_text(member)) for member in await self._redis.smembers(key)}
                     if members >= set(range(self.members)):
                         self._handover_over = True
+                        self._links += 1  # the reader reads the batches it left pending again
                         return True
                 except REDIS_ERRORS:
                     raise_if_cancelled()
@@ -543,6 +561,7 @@ class RedisPeers:
         except wire.WireError as exc:
             return self._malformed(entry_id, exc)
         self.wire.messages_in += len(messages)
+        messages = self._without_stale_batches(entry_id, messages)
         done = True
         for message in messages:
             done &= self._act(message, inbox, claims, acks)
@@ -555,6 +574,8 @@ class RedisPeers:
             self._unresponsive.pop(sender, None)
         match message:
             case wire.UrlBatch(sender=sender, number=number, urls=urls, forward=forward):
+                if not self._handover_over:
+                    return False  # before the barrier: of the old run, or not; told apart once it passes
                 entries = [FrontierEntry(url, depth, hops) for url, depth, hops in urls]
                 if not inbox.receive_urls(entries, forwarded=forward):
                     return False  # not journaled: left pending, read again after a restart
@@ -631,3 +652,8 @@ class RedisPeers:
 
 def _text(entry_id: Any) -> str:
     return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+
+
+def _stream_id(entry_id: Any) -> tuple[int, int]:
+    milliseconds, _, sequence = _text(entry_id).partition("-")
+    return int(milliseconds), int(sequence or 0)
