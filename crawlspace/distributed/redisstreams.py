@@ -44,6 +44,7 @@ import redis.exceptions
 from crawlspace.distributed import wire
 from crawlspace.distributed.assignment import content_owner
 from crawlspace.distributed.claims import Answer, ContentClaims
+from crawlspace.distributed.nearclaims import NearMatch, NearQuestion, NearQuestionError
 from crawlspace.distributed.protocols import Inbox
 from crawlspace.distributed.redislink import GROUP, REDIS_ERRORS, Backoff, Keys, consumer, raise_if_cancelled
 from crawlspace.distributed.resize import HandoverError, Part, Resize, decode_part, encode_part
@@ -141,6 +142,7 @@ class RedisPeers:
         self._regained = asyncio.Event()
         self._unacked: dict[tuple[int, int], _Unacked] = {}
         self._queries: dict[int, tuple[int, asyncio.Future[Answer | None]]] = {}
+        self._near_queries: dict[int, asyncio.Future[NearMatch | None]] = {}
         self._unresponsive: dict[int, float] = {}  # owner -> until when its questions are answered None
         self._numbers = itertools.count(1)
         self._tasks: list[asyncio.Task[None]] = []
@@ -389,6 +391,57 @@ class RedisPeers:
         if query is not None and not query[1].done():
             query[1].set_result(first)
 
+    # -- near duplicates, partitioned by LSH band key --------------------------------------------
+
+    async def ask_near(self, questions: dict[int, NearQuestion]) -> dict[int, NearMatch | None]:
+        """Each owner's answer (distributed.nearclaims); an owner missing from the result did not answer in
+        time, is known unresponsive, or cannot be reached now (the link is down): the page is new there."""
+        assert self._inbox is not None, "ask_near before start"
+        loop = asyncio.get_running_loop()
+        waiting: dict[int, tuple[int, asyncio.Future[NearMatch | None]]] = {}
+        now = time.monotonic()
+        for owner, question in questions.items():
+            if owner == self.index or not self.connected or self._unresponsive.get(owner, 0.0) > now:
+                continue
+            number = next(self._numbers)
+            future: asyncio.Future[NearMatch | None] = loop.create_future()
+            waiting[owner] = (number, future)
+            self._near_queries[number] = future
+            message = wire.NearQuestion(
+                self.index, number, question.url, question.fetched_at, question.asked_at, question.signature,
+                list(question.bands),
+            )  # fmt: skip
+            self._queue(owner, message, keep=False)
+        answers: dict[int, NearMatch | None] = {}
+        if self.index in questions:  # while the others look theirs up
+            answers[self.index] = self._inbox.answer_near(questions[self.index])
+        if waiting:
+            try:
+                await asyncio.wait([future for _, future in waiting.values()], timeout=self._query_timeout)
+            finally:
+                for number, _ in waiting.values():
+                    self._near_queries.pop(number, None)
+            for owner, (_, future) in waiting.items():
+                if future.done() and not future.cancelled():
+                    answers[owner] = future.result()
+                else:
+                    self.errors["transport:near-timeout"] += 1
+                    self._unresponsive[owner] = time.monotonic() + UNRESPONSIVE_FOR
+        return answers
+
+    def _answer_near(self, message: wire.NearQuestion, inbox: Inbox) -> None:
+        try:
+            question = NearQuestion(
+                message.url, message.fetched_at, message.asked_at, message.signature,
+                tuple((int(band), int(key)) for band, key in message.bands),
+            )  # fmt: skip
+        except NearQuestionError as exc:  # unanswered: the asker treats the page as new here
+            self._malformed("near-question", wire.WireError(str(exc)))
+            return
+        match = inbox.answer_near(question)
+        found = None if match is None else (match.url, match.fetched_at, match.similarity)
+        self._queue(message.sender, wire.NearAnswer(message.number, found))
+
     # -- a resize's handover (distributed.resize, crawl/repartition.py) ---------------------------
 
     def transmit_handover(self, peer: int, number: int, part: Part) -> None:
@@ -602,6 +655,12 @@ class RedisPeers:
                 return self._receive_handover(message, inbox)
             case wire.HandoverAck():
                 self._handover_acknowledged(message, inbox)
+            case wire.NearQuestion():
+                self._answer_near(message, inbox)
+            case wire.NearAnswer(number=number, match=found):
+                future = self._near_queries.get(number)
+                if future is not None and not future.done():
+                    future.set_result(None if found is None else NearMatch(found[0], found[1], found[2]))
         return True
 
     def _malformed(self, entry_id: Any, problem: wire.WireError) -> bool:

@@ -74,6 +74,26 @@ class ContentSettle(msgspec.Struct, array_like=True, tag="cs", frozen=True):
     stored: bool
 
 
+class NearQuestion(msgspec.Struct, array_like=True, tag="nq", frozen=True):
+    """ "Is anything indexed under these band keys similar to this page?", to the owner of the keys
+    (distributed.nearclaims.NearQuestion, whose checks the receiver applies when it rebuilds one)."""
+
+    sender: int
+    number: int
+    url: str
+    fetched_at: float
+    asked_at: float
+    signature: bytes  # the whole MinHash signature, uint16 little-endian
+    bands: list[tuple[int, int]]  # (band number, band key) of the keys the receiver owns
+
+
+class NearAnswer(msgspec.Struct, array_like=True, tag="na", frozen=True):
+    """The owner's best candidate for near-duplicate question `number`, or None: nothing similar there."""
+
+    number: int
+    match: tuple[str, float, float] | None  # (url, fetched_at, estimated Jaccard)
+
+
 class ProbeReply(msgspec.Struct, array_like=True, tag="probe", frozen=True):
     """A node's answer to a termination round (distributed.termination.ProbeAnswer)."""
 
@@ -108,7 +128,17 @@ class HandoverAck(msgspec.Struct, array_like=True, tag="hack", frozen=True):
 
 
 Message = (
-    UrlBatch | Ack | ContentQuestion | ContentAnswer | ContentSettle | ProbeReply | Stop | HandoverPart | HandoverAck
+    UrlBatch
+    | Ack
+    | ContentQuestion
+    | ContentAnswer
+    | ContentSettle
+    | NearQuestion
+    | NearAnswer
+    | ProbeReply
+    | Stop
+    | HandoverPart
+    | HandoverAck
 )
 
 _encoder = msgspec.msgpack.Encoder()

@@ -15,6 +15,7 @@ import redis.asyncio
 from crawlspace.distributed import wire
 from crawlspace.distributed.assignment import content_owner
 from crawlspace.distributed.claims import Answer
+from crawlspace.distributed.nearclaims import NearMatch, NearQuestion
 from crawlspace.distributed.redislink import GROUP, Keys
 from crawlspace.distributed.redisstreams import RedisPeers
 from crawlspace.distributed.splitter import Batch
@@ -33,6 +34,8 @@ class FakeInbox:
     acknowledged: list[tuple[int, int]] = field(default_factory=list)
     firsts: dict[int, Answer] = field(default_factory=dict)
     stops: list[str] = field(default_factory=list)
+    near_asked: list[NearQuestion] = field(default_factory=list)
+    near_match: NearMatch | None = None
 
     def receive_urls(self, entries: list[FrontierEntry], *, forwarded: bool = False) -> bool:
         if self.journaled:
@@ -50,6 +53,10 @@ class FakeInbox:
 
     def stop(self, reason: str) -> None:
         self.stops.append(reason)
+
+    def answer_near(self, question: NearQuestion) -> NearMatch | None:
+        self.near_asked.append(question)
+        return self.near_match
 
 
 def batch(peer: int, number: int, *urls: str, forward: bool = False) -> Batch:
@@ -236,5 +243,54 @@ def test_a_lost_server_is_survived_and_unacknowledged_batches_are_sent_again(red
         assert nodes[0].connected and nodes[1].connected
         assert inboxes[1].batches[-1] == (["http://during.test/"], False)
         assert nodes[0].errors["transport:redis-lost"] == 1
+
+    with_nodes(redis_server, 2, body)
+
+
+def near_question(url: str, bands: tuple[tuple[int, int], ...]) -> NearQuestion:
+    return NearQuestion(url, 1.0, 2.0, bytes(range(16)), bands)
+
+
+def test_near_duplicate_questions_are_answered_by_the_owners_of_the_band_keys(redis_server: RedisServer) -> None:
+    async def body(nodes: list[RedisPeers], inboxes: list[FakeInbox], connection: Any) -> None:
+        inboxes[1].near_match = NearMatch("http://original.test/", 0.5, 0.93)
+        asked = {0: near_question("http://copy.test/", ((0, 10),)), 1: near_question("http://copy.test/", ((1, 7),))}
+        answers = await nodes[0].ask_near(asked)
+        assert answers == {0: None, 1: NearMatch("http://original.test/", 0.5, 0.93)}
+        assert inboxes[0].near_asked == [asked[0]]  # its own keys: a call, not a message
+        assert inboxes[1].near_asked == [asked[1]]  # the owner's: through its stream, whole
+        assert nodes[0].wire.messages_out >= 1 and nodes[1].wire.messages_out >= 1
+
+    with_nodes(redis_server, 2, body)
+
+
+def test_a_near_question_to_a_silent_node_is_left_out_counted_and_not_repeated_at_once(
+    redis_server: RedisServer,
+) -> None:
+    async def run() -> None:
+        inbox = FakeInbox()
+        alone = RedisPeers(redis.asyncio.Redis.from_url(redis_server.url), KEYS, 0, 2, query_timeout=0.3)
+        await alone.start(inbox)
+        asked = {0: near_question("http://a.test/", ((0, 1),)), 1: near_question("http://a.test/", ((1, 2),))}
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        assert await alone.ask_near(asked) == {0: None}  # owner 1 missing: the page is new there
+        assert 0.25 < loop.time() - started < 2
+        started = loop.time()
+        assert await alone.ask_near(asked) == {0: None}  # not asked again for a while
+        assert loop.time() - started < 0.1
+        assert alone.errors["transport:near-timeout"] == 1
+        await alone.close()
+
+    asyncio.run(run())
+
+
+def test_a_malformed_near_question_is_counted_and_left_unanswered(redis_server: RedisServer) -> None:
+    async def body(nodes: list[RedisPeers], inboxes: list[FakeInbox], connection: Any) -> None:
+        odd = wire.NearQuestion(0, 99, "http://odd.test/", 1.0, 1.0, b"\x01\x02\x03", [(0, 1)])  # half a uint16
+        await connection.xadd(KEYS.stream(1), {b"m": wire.encode([odd])})
+        await until(lambda: nodes[1].errors["transport:malformed-message"] == 1)
+        assert inboxes[1].near_asked == []
+        assert await connection.xlen(KEYS.stream(1)) == 0  # skipped, not left to be read again
 
     with_nodes(redis_server, 2, body)

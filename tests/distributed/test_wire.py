@@ -18,6 +18,9 @@ MESSAGES: list[wire.Message] = [
     wire.ContentQuestion(1, 5, 2**64 - 1, "http://a.test/", 1.7e9),
     wire.ContentAnswer(5, "http://b.test/", 1.5),
     wire.ContentSettle(123, "http://a.test/", False),
+    wire.NearQuestion(2, 8, "http://a.test/é", 1.7e9, 1.7e9 + 1, bytes(range(256)), [(0, 2**64 - 1), (15, 3)]),
+    wire.NearAnswer(8, ("http://b.test/", 1.5, 0.875)),
+    wire.NearAnswer(9, None),
     wire.ProbeReply(9, 2, True, 100, 99),
     wire.Stop("max-seconds", 1),
 ]
