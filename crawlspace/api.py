@@ -122,6 +122,11 @@ def _resume_cluster(out: Path, cluster: ClusterSpec, *, nodes: int | None = None
         raise CrawlError(f"{out} is not a cluster node's directory (no cluster.json): resume it without --cluster")
     if cluster.node not in (-1, saved["node"]):
         raise CrawlError(f"{out} is node {saved['node']} of its crawl, not node {cluster.node}")
+    if saved["node"] >= saved["nodes"] and saved["resizing_from"] is None:
+        raise CrawlError(
+            f"{out} was node {saved['node']}, which left the crawl when it was resized to {saved['nodes']} nodes "
+            "(it handed its hosts over): nothing to resume; its pages stay readable there"
+        )
     try:  # another number of nodes resizes the crawl (distributed.cluster)
         spec = ClusterSpec(
             cluster.url, saved["node"], saved["nodes"], saved["crawl_id"], saved["epoch"], saved["resizing_from"]

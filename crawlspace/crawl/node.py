@@ -60,11 +60,12 @@ def saved_cluster(out: Path) -> dict[str, Any] | None:
         raise ClusterError(f"cannot read {path}: {exc}") from None
 
 
-def record_cluster(out: Path, spec: ClusterSpec) -> None:
-    """Written atomically: a node killed while it writes must find its resize recorded, or not at all."""
+def record_cluster(out: Path, spec: ClusterSpec, *, resized: bool = False) -> None:
+    """Written atomically: a node killed while it writes must find its resize recorded, or not at all.
+    `resized`: the resize's phase has ended (a node beyond the new count has left the crawl then)."""
     values = {
         "crawl_id": spec.crawl_id, "node": spec.node, "nodes": spec.nodes, "epoch": spec.epoch,
-        "resizing_from": spec.resizing_from,
+        "resizing_from": None if resized else spec.resizing_from,
     }  # fmt: skip
     path = out / CLUSTER_FILE
     temporary = path.with_suffix(".tmp")
@@ -86,7 +87,7 @@ async def _repartition(connection: redis.asyncio.Redis, spec: ClusterSpec, engin
         return
     with contextlib.suppress(*REDIS_FAILURES):  # the others clear it as well
         await finish_resize(connection, spec)
-    record_cluster(out, spec.resized())
+    record_cluster(out, spec, resized=True)
 
 
 class RedisStatusSink:

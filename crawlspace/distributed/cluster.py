@@ -128,10 +128,6 @@ class ClusterSpec:
             return self
         return replace(self, nodes=nodes, epoch=self.epoch + 1, resizing_from=self.nodes)
 
-    def resized(self) -> ClusterSpec:
-        """This node once the phase has ended."""
-        return replace(self, resizing_from=None)
-
     @property
     def keys(self) -> Keys:
         return Keys(self.crawl_id)

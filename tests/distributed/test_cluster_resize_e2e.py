@@ -1,0 +1,82 @@
+"""A cluster crawl resized (`--resume DIR --cluster URL --nodes M` on every node), judged from the simulated
+web's server log: three nodes stopped part-way, resumed as two (node 2 hands its hosts over and ends,
+`drained`), then finished. Their fetches together are what one process fetches, nothing twice, nothing
+lost, politely; the crawl's published size and every node's record say 2 afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from crawlspace.simweb import RunningServer, SimWeb
+from tests.conftest import REPO
+from tests.distributed.redis_server import RedisServer
+from tests.distributed.test_cluster_e2e import (
+    NODES,
+    Cluster,
+    cluster,
+    judged,
+    one_process_crawl,
+    served,
+    wait_for_requests,
+    web,
+)
+
+__all__ = ["cluster", "served", "web"]  # the fixtures, shared with the cluster's other end-to-end tests
+
+pytestmark = pytest.mark.slow
+
+RESIZED = 2
+
+
+def resume(nodes: Cluster, node: int, count: int) -> None:
+    command = [sys.executable, "-m", "crawlspace", "crawl", "--cluster", nodes.server.url, "--no-progress"]
+    command += ["--resume", str(nodes.directory(node)), "--nodes", str(count)]
+    log = (nodes.base / f"node{node}.log").open("a")
+    nodes.processes[node] = subprocess.Popen(
+        command, stdout=log, stderr=log, text=True, env=dict(os.environ, PYTHONPATH=str(REPO))
+    )
+
+
+def test_three_nodes_resumed_as_two_fetch_every_page_once(
+    web: SimWeb, cluster: Cluster, served: RunningServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    cluster.start_all()
+    assert wait_for_requests(served, 60)
+    os.kill(cluster.processes[0].pid, signal.SIGTERM)  # node 0 stops, and with it the cluster
+    cluster.wait()
+    before = len(served.read_log())
+    stats = [cluster.stats(node) for node in range(NODES)]
+    assert {s["termination"] for s in stats} == {"interrupted"}
+    assert all(int(s["pages_fetched"]) > 0 for s in stats)  # type: ignore[call-overload]  # node 2 has hosts to hand over
+
+    for node in range(NODES):
+        resume(cluster, node, RESIZED)
+        time.sleep(0.3)
+    cluster.wait()
+    assert len(served.read_log()) > before, "the resized crawl fetched nothing"
+    fetched = judged(web, served)  # nothing lost, nothing twice, polite per host and per address
+    assert fetched == one_process_crawl(web, tmp_path)
+
+    stats = [cluster.stats(node) for node in range(NODES)]
+    assert [s["termination"] for s in stats] == ["frontier-empty", "frontier-empty", "drained"]
+    resize = [s["resize"] for s in stats]
+    assert all(isinstance(r, dict) and (r["epoch"], r["from"], r["to"]) == (1, NODES, RESIZED) for r in resize)
+    drained = resize[2]
+    assert isinstance(drained, dict) and drained["draining"] and drained["parts"] > 0 and drained["urls_out"] > 0
+    assert sum(r["urls_in"] for r in resize if isinstance(r, dict)) >= drained["urls_out"] > 0
+    for node in range(NODES):
+        saved = json.loads((cluster.directory(node) / "cluster.json").read_text())
+        assert saved == {"crawl_id": "crawl", "node": node, "nodes": RESIZED, "epoch": 1, "resizing_from": None}
+    connection = redis.Redis.from_url(redis_server.url)
+    meta = json.loads(connection.get("crawlspace:{crawl}:meta"))  # type: ignore[arg-type]
+    connection.close()
+    assert (meta["nodes"], meta["epoch"], meta["resizing_from"]) == (RESIZED, 1, None)
