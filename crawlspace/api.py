@@ -107,6 +107,14 @@ def _cluster_processes(config: CrawlConfig) -> CrawlConfig:
     return config.replace(processes=1)
 
 
+def _refuse_drained(out: Path | str, saved: dict[str, Any]) -> None:
+    if saved["node"] >= saved["nodes"] and saved["resizing_from"] is None:
+        raise CrawlError(
+            f"{out} was node {saved['node']}, which left the crawl when it was resized to {saved['nodes']} nodes "
+            "(it handed its hosts over): nothing to resume; its pages stay readable there"
+        )
+
+
 def _resume_cluster(out: Path, cluster: ClusterSpec, *, nodes: int | None = None) -> ClusterSpec:
     """The node a crawl directory is: its index and crawl id from DIR/cluster.json, checked against `cluster`;
     resized when `nodes` (default: `cluster.nodes`) differs from the crawl's."""
@@ -122,11 +130,7 @@ def _resume_cluster(out: Path, cluster: ClusterSpec, *, nodes: int | None = None
         raise CrawlError(f"{out} is not a cluster node's directory (no cluster.json): resume it without --cluster")
     if cluster.node not in (-1, saved["node"]):
         raise CrawlError(f"{out} is node {saved['node']} of its crawl, not node {cluster.node}")
-    if saved["node"] >= saved["nodes"] and saved["resizing_from"] is None:
-        raise CrawlError(
-            f"{out} was node {saved['node']}, which left the crawl when it was resized to {saved['nodes']} nodes "
-            "(it handed its hosts over): nothing to resume; its pages stay readable there"
-        )
+    _refuse_drained(out, saved)
     try:  # another number of nodes resizes the crawl (distributed.cluster)
         spec = ClusterSpec(
             cluster.url, saved["node"], saved["nodes"], saved["crawl_id"], saved["epoch"], saved["resizing_from"]
@@ -151,6 +155,7 @@ def cluster_node(url: str, *, node: int | None = None, nodes: int | None = None,
                 raise CrawlError(f"{resume_dir} is not a cluster node's directory (no cluster.json)")
             if crawl_id is not None and crawl_id != saved["crawl_id"]:
                 raise CrawlError(f"{resume_dir} is a node of crawl {saved['crawl_id']!r}, not {crawl_id!r}")
+            _refuse_drained(resume_dir, saved)
             if node is not None and node != saved["node"]:
                 raise CrawlError(f"{resume_dir} is node {saved['node']} of its crawl, not node {node}")
             spec = ClusterSpec(url, saved["node"], saved["nodes"], saved["crawl_id"], saved["epoch"],

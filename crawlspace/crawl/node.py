@@ -227,7 +227,10 @@ async def _crawl_with(
             finally:
                 await peers.close(engine.stats.termination)
                 await status.flush()
-            stats.sections["transport"] = {**peers.wire.report(), "status_writes_failed": status.failures}
+            stats.sections["transport"] = {
+                **peers.wire.report(), "status_writes_failed": status.failures,
+                "stale_batches_dropped": peers.stale_batches,
+            }  # fmt: skip
             stats.write(out / "stats.json")  # the engine wrote it before the transport had closed
         finally:
             if isinstance(budget, RedisBudget):

@@ -206,7 +206,7 @@ async def join(
     elif (published_nodes, published_epoch) != (spec.nodes, spec.epoch):
         resize = spec.resize
         if resize is None or (published_nodes, published_epoch) != (resize.previous, resize.epoch - 1):
-            was = f" (resized {published_epoch} times)" if published_epoch else ""
+            was = f" (resize {published_epoch})" if published_epoch else ""
             raise ClusterError(
                 f"crawl {spec.crawl_id!r} has {published_nodes} nodes{was}, this node says {spec.nodes}"
                 f"{f' (resize {spec.epoch})' if spec.epoch else ''}: resume every node with the same --nodes"
