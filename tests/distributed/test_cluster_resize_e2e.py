@@ -38,8 +38,12 @@ RESIZED = 2
 
 
 def resume(nodes: Cluster, node: int, count: int) -> None:
+    launch(nodes, node, "--resume", str(nodes.directory(node)), "--nodes", str(count))
+
+
+def launch(nodes: Cluster, node: int, *arguments: str) -> None:
     command = [sys.executable, "-m", "crawlspace", "crawl", "--cluster", nodes.server.url, "--no-progress"]
-    command += ["--resume", str(nodes.directory(node)), "--nodes", str(count)]
+    command += arguments
     log = (nodes.base / f"node{node}.log").open("a")
     nodes.processes[node] = subprocess.Popen(
         command, stdout=log, stderr=log, text=True, env=dict(os.environ, PYTHONPATH=str(REPO))
@@ -80,3 +84,31 @@ def test_three_nodes_resumed_as_two_fetch_every_page_once(
     meta = json.loads(connection.get("crawlspace:{crawl}:meta"))  # type: ignore[arg-type]
     connection.close()
     assert (meta["nodes"], meta["epoch"], meta["resizing_from"]) == (RESIZED, 1, None)
+
+
+def test_two_nodes_grown_to_three_fetch_every_page_once(
+    web: SimWeb, cluster: Cluster, served: RunningServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    local = ["--hosts-file", str(served.hosts_file), "--concurrency", "4"]
+    launch(cluster, 0, str(served.seeds_file), "--out", str(cluster.directory(0)), "--node", "0", "--nodes", "2",
+           "--allow-private-addresses", "--min-delay", "0.02", *local)  # fmt: skip
+    time.sleep(1.0)
+    launch(cluster, 1, "--out", str(cluster.directory(1)), "--node", "1", "--nodes", "2", *local)
+    assert wait_for_requests(served, 60)
+    os.kill(cluster.processes[1].pid, signal.SIGTERM)
+    cluster.wait()
+
+    for node in range(2):
+        resume(cluster, node, 3)
+    time.sleep(1.0)  # the first resumed node publishes the resize; the new node joins it
+    launch(cluster, 2, "--out", str(cluster.directory(2)), "--node", "2", "--nodes", "3", *local)
+    cluster.wait()
+    fetched = judged(web, served)
+    assert fetched == one_process_crawl(web, tmp_path)
+    stats = [cluster.stats(node) for node in range(3)]
+    assert [s["termination"] for s in stats] == ["frontier-empty"] * 3
+    resize = stats[2]["resize"]
+    assert isinstance(resize, dict) and resize["urls_in"] > 0 and int(stats[2]["pages_fetched"]) > 0  # type: ignore[call-overload]
+    for node in range(3):
+        saved = json.loads((cluster.directory(node) / "cluster.json").read_text())
+        assert (saved["nodes"], saved["epoch"], saved["resizing_from"]) == (3, 1, None)
