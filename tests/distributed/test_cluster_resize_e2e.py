@@ -112,3 +112,29 @@ def test_two_nodes_grown_to_three_fetch_every_page_once(
     for node in range(3):
         saved = json.loads((cluster.directory(node) / "cluster.json").read_text())
         assert (saved["nodes"], saved["epoch"], saved["resizing_from"]) == (3, 1, None)
+
+
+def test_a_node_killed_at_the_barrier_resumes_the_same_phase(
+    web: SimWeb, cluster: Cluster, served: RunningServer, redis_server: RedisServer
+) -> None:
+    cluster.start_all()
+    assert wait_for_requests(served, 60)
+    os.kill(cluster.processes[0].pid, signal.SIGTERM)
+    cluster.wait()
+    for node in range(2):  # node 2 not yet: the others hand over, then wait for it at the barrier
+        resume(cluster, node, RESIZED)
+    connection = redis.Redis.from_url(redis_server.url)
+    deadline = time.monotonic() + 60
+    while connection.scard("crawlspace:{crawl}:handed:1") < 2:
+        assert time.monotonic() < deadline, cluster.output(0)
+        time.sleep(0.1)
+    connection.close()
+    cluster.kill(0)  # SIGKILL at the barrier
+    saved = json.loads((cluster.directory(0) / "cluster.json").read_text())
+    assert (saved["nodes"], saved["epoch"], saved["resizing_from"]) == (RESIZED, 1, NODES)  # the phase, recorded
+    resume(cluster, 0, RESIZED)  # the same phase again (its lock expires first)
+    resume(cluster, 2, RESIZED)
+    cluster.wait()
+    judged(web, served)  # nothing lost, nothing twice
+    assert [cluster.stats(node)["termination"] for node in range(NODES)] == ["frontier-empty"] * 2 + ["drained"]
+    assert int(cluster.stats(0)["runs"]) == 3  # type: ignore[call-overload]
