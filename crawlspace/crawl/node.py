@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 import redis.asyncio
 
 from crawlspace.config import CrawlConfig
+from crawlspace.crawl.partitioning import write_record
 from crawlspace.crawl.telemetry import CrawlStats, Snapshot, TelemetrySink
 from crawlspace.distributed.assignment import RendezvousAssignment
 from crawlspace.distributed.budget import Budget, PageBudget
@@ -67,13 +67,7 @@ def record_cluster(out: Path, spec: ClusterSpec, *, resized: bool = False) -> No
         "crawl_id": spec.crawl_id, "node": spec.node, "nodes": spec.nodes, "epoch": spec.epoch,
         "resizing_from": None if resized else spec.resizing_from,
     }  # fmt: skip
-    path = out / CLUSTER_FILE
-    temporary = path.with_suffix(".tmp")
-    with temporary.open("w", encoding="utf-8") as file:
-        file.write(json.dumps(values, indent=2) + "\n")
-        file.flush()
-        os.fsync(file.fileno())
-    temporary.replace(path)
+    write_record(out / CLUSTER_FILE, values)
 
 
 async def _repartition(connection: redis.asyncio.Redis, spec: ClusterSpec, engine: Any, out: Path) -> None:
