@@ -107,8 +107,17 @@ def _cluster_processes(config: CrawlConfig) -> CrawlConfig:
     return config.replace(processes=1)
 
 
-def _resume_cluster(out: Path, cluster: ClusterSpec) -> ClusterSpec:
-    """The node a crawl directory is: its index and crawl id from DIR/cluster.json, checked against `cluster`."""
+def _refuse_drained(out: Path | str, saved: dict[str, Any]) -> None:
+    if saved["node"] >= saved["nodes"] and saved["resizing_from"] is None:
+        raise CrawlError(
+            f"{out} was node {saved['node']}, which left the crawl when it was resized to {saved['nodes']} nodes "
+            "(it handed its hosts over): nothing to resume; its pages stay readable there"
+        )
+
+
+def _resume_cluster(out: Path, cluster: ClusterSpec, *, nodes: int | None = None) -> ClusterSpec:
+    """The node a crawl directory is: its index and crawl id from DIR/cluster.json, checked against `cluster`;
+    resized when `nodes` (default: `cluster.nodes`) differs from the crawl's."""
     from crawlspace.crawl.node import saved_cluster
     from crawlspace.distributed.cluster import ClusterSpec
     from crawlspace.distributed.redislink import ClusterError
@@ -119,14 +128,16 @@ def _resume_cluster(out: Path, cluster: ClusterSpec) -> ClusterSpec:
         raise CrawlError(str(exc)) from None
     if saved is None:
         raise CrawlError(f"{out} is not a cluster node's directory (no cluster.json): resume it without --cluster")
-    if saved["nodes"] != cluster.nodes and cluster.nodes != 0:
-        raise CrawlError(
-            f"{out} is node {saved['node']} of {saved['nodes']}: resuming a cluster crawl with another number "
-            "of nodes (re-partitioning its hosts) is not supported yet"
-        )
     if cluster.node not in (-1, saved["node"]):
         raise CrawlError(f"{out} is node {saved['node']} of its crawl, not node {cluster.node}")
-    return ClusterSpec(cluster.url, saved["node"], saved["nodes"], saved["crawl_id"])
+    _refuse_drained(out, saved)
+    try:  # another number of nodes resizes the crawl (distributed.cluster)
+        spec = ClusterSpec(
+            cluster.url, saved["node"], saved["nodes"], saved["crawl_id"], saved["epoch"], saved["resizing_from"]
+        )
+        return spec.resized_to(nodes or cluster.nodes)
+    except ClusterError as exc:
+        raise CrawlError(f"{out} (node {saved['node']}): {exc}") from None
 
 
 def cluster_node(url: str, *, node: int | None = None, nodes: int | None = None, crawl_id: str | None = None,
@@ -144,9 +155,12 @@ def cluster_node(url: str, *, node: int | None = None, nodes: int | None = None,
                 raise CrawlError(f"{resume_dir} is not a cluster node's directory (no cluster.json)")
             if crawl_id is not None and crawl_id != saved["crawl_id"]:
                 raise CrawlError(f"{resume_dir} is a node of crawl {saved['crawl_id']!r}, not {crawl_id!r}")
-            spec = ClusterSpec(url, saved["node"], saved["nodes"], saved["crawl_id"])
-            return _resume_cluster(Path(resume_dir), ClusterSpec(url, node if node is not None else spec.node,
-                                                                  nodes or spec.nodes, spec.crawl_id))  # fmt: skip
+            _refuse_drained(resume_dir, saved)
+            if node is not None and node != saved["node"]:
+                raise CrawlError(f"{resume_dir} is node {saved['node']} of its crawl, not node {node}")
+            spec = ClusterSpec(url, saved["node"], saved["nodes"], saved["crawl_id"], saved["epoch"],
+                               saved["resizing_from"])  # fmt: skip
+            return _resume_cluster(Path(resume_dir), spec, nodes=nodes)
         if node is None or nodes is None:
             raise CrawlError("a new cluster node needs --node K and --nodes N")
         return ClusterSpec(url, node, nodes, crawl_id) if crawl_id else ClusterSpec(url, node, nodes)

@@ -4,7 +4,9 @@ one partition, its own crawl directory, the others reached through Redis (distri
 The node's directory has the layout of a one-process crawl (`crawlspace table`, `export`, `warc` read
 it as they read any crawl) plus DIR/cluster.json: the crawl id, the node's index and the number of
 nodes, so that `--resume DIR --cluster URL` finds its place again. The Redis URL is never written
-there (nor to config.json, logs or stats): it holds the password.
+there (nor to config.json, logs or stats): it holds the password. A resize (`--resume DIR --nodes M`,
+distributed.cluster) is recorded there as well until its handover phase has ended, as partitions.json
+records a local one: a node killed in the phase resumes the same phase.
 
 Order of a node's start: reach Redis (unreachable: a one-line error), join the crawl (publish it, or
 check this node against it: distributed.cluster), take the node's lock, open the engine's state,
@@ -26,10 +28,11 @@ from typing import Any
 import redis.asyncio
 
 from crawlspace.config import CrawlConfig
+from crawlspace.crawl.partitioning import write_record
 from crawlspace.crawl.telemetry import CrawlStats, Snapshot, TelemetrySink
 from crawlspace.distributed.assignment import RendezvousAssignment
 from crawlspace.distributed.budget import Budget, PageBudget
-from crawlspace.distributed.cluster import ClusterControl, ClusterSpec, join
+from crawlspace.distributed.cluster import ClusterControl, ClusterSpec, finish_resize, join
 from crawlspace.distributed.redisbudget import RedisBudget
 from crawlspace.distributed.redislink import REDIS_FAILURES, ClusterError, Keys, connect
 from crawlspace.distributed.redisstreams import RedisPeers
@@ -41,20 +44,44 @@ STATUS_TTL = 7 * 86400  # a node's last status outlives the crawl by a week, for
 
 
 def saved_cluster(out: Path) -> dict[str, Any] | None:
-    """DIR/cluster.json of a node's directory ({crawl_id, node, nodes}), None for a crawl of one machine."""
+    """DIR/cluster.json of a node's directory ({crawl_id, node, nodes, epoch, resizing_from}), None for a
+    crawl of one machine. (A directory written before resizes has no epoch: 0, none under way.)"""
     path = out / CLUSTER_FILE
     try:
         values = json.loads(path.read_text())
-        return {"crawl_id": str(values["crawl_id"]), "node": int(values["node"]), "nodes": int(values["nodes"])}
+        was = values.get("resizing_from")
+        return {
+            "crawl_id": str(values["crawl_id"]), "node": int(values["node"]), "nodes": int(values["nodes"]),
+            "epoch": int(values.get("epoch", 0)), "resizing_from": None if was is None else int(was),
+        }  # fmt: skip
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ClusterError(f"cannot read {path}: {exc}") from None
 
 
-def record_cluster(out: Path, spec: ClusterSpec) -> None:
-    values = {"crawl_id": spec.crawl_id, "node": spec.node, "nodes": spec.nodes}
-    (out / CLUSTER_FILE).write_text(json.dumps(values, indent=2) + "\n")
+def record_cluster(out: Path, spec: ClusterSpec, *, resized: bool = False) -> None:
+    """Written atomically: a node killed while it writes must find its resize recorded, or not at all.
+    `resized`: the resize's phase has ended (a node beyond the new count has left the crawl then)."""
+    values = {
+        "crawl_id": spec.crawl_id, "node": spec.node, "nodes": spec.nodes, "epoch": spec.epoch,
+        "resizing_from": None if resized else spec.resizing_from,
+    }  # fmt: skip
+    write_record(out / CLUSTER_FILE, values)
+
+
+async def _repartition(connection: redis.asyncio.Redis, spec: ClusterSpec, engine: Any, out: Path) -> None:
+    """A resize's phase (crawl/repartition.py, the local mode's), then the node's record says it is
+    over; stopped meanwhile, the run that follows only checkpoints and ends, and a resume repeats it."""
+    resize = spec.resize
+    assert resize is not None
+    log.info("node %d: resize %d from %d to %d nodes%s", spec.node, resize.epoch, resize.previous, resize.partitions,
+             ": this node hands over its hosts and ends" if resize.draining(spec.node) else "")  # fmt: skip
+    if not await engine.repartition():
+        return
+    with contextlib.suppress(*REDIS_FAILURES):  # the others clear it as well
+        await finish_resize(connection, spec)
+    record_cluster(out, spec, resized=True)
 
 
 class RedisStatusSink:
@@ -146,6 +173,7 @@ async def _crawl_with(
         joined = await join(connection, spec, config, seeds, resume=resume)
     except REDIS_FAILURES as exc:
         raise ClusterError(f"Redis at {spec.where} failed while this node joined: {exc}") from None
+    spec = joined.spec  # a node new to the crawl may join a resize
     if joined.previous_stop:
         log.info("crawl %r: its previous run stopped (%s); this run continues it", spec.crawl_id, joined.previous_stop)
     engine_holder: list[Any] = []
@@ -161,7 +189,7 @@ async def _crawl_with(
         unstarted = record_start(joined.seeds)
         peers = RedisPeers(
             connection, spec.keys, spec.node, spec.nodes, hold_until_settled=not config.store_near_duplicates,
-            where=spec.where,
+            where=spec.where, resize=spec.resize,
         )  # fmt: skip
         budget: Budget = (
             RedisBudget(spec.url, spec.keys, spec.node, spec.nodes, config.max_pages)
@@ -177,19 +205,26 @@ async def _crawl_with(
                 assignment=RendezvousAssignment(spec.nodes),
                 budget=budget,
                 telemetry=[*telemetry, status],
+                resize=spec.resize,
             )
             engine_holder.append(engine)
             on_engine(engine)
             peers.attach(engine.stats.errors)
-            await engine.connect()
-            control.start()
+            control.start()  # the lock is renewed through a phase of any length
+            if spec.resize is not None:
+                await _repartition(connection, spec, engine, out)
+            else:
+                await engine.connect()
             engine.add_seeds(joined.seeds)  # every node knows every seed (the scope); each queues its own
             try:
                 stats: CrawlStats = await engine.run()
             finally:
                 await peers.close(engine.stats.termination)
                 await status.flush()
-            stats.sections["transport"] = {**peers.wire.report(), "status_writes_failed": status.failures}
+            stats.sections["transport"] = {
+                **peers.wire.report(), "status_writes_failed": status.failures,
+                "stale_batches_dropped": peers.stale_batches,
+            }  # fmt: skip
             stats.write(out / "stats.json")  # the engine wrote it before the transport had closed
         finally:
             if isinstance(budget, RedisBudget):

@@ -128,15 +128,19 @@ def read(out: Path) -> Partitioning | None:
 
 
 def write(out: Path, partitioning: Partitioning) -> None:
-    path = out / LAYOUT_FILE
+    write_record(out / LAYOUT_FILE, partitioning.to_json())
+
+
+def write_record(path: Path, values: dict[str, Any]) -> None:
+    """A small JSON record that a crash leaves whole or as it was (a node's cluster.json too)."""
     temporary = path.with_suffix(".tmp")
     with temporary.open("w", encoding="utf-8") as file:
-        json.dump(partitioning.to_json(), file, indent=2)
+        json.dump(values, file, indent=2)
         file.write("\n")
         file.flush()
         os.fsync(file.fileno())
     temporary.replace(path)
-    fd = os.open(out, os.O_RDONLY)
+    fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:

@@ -12,6 +12,14 @@
   `Keys.round`; every node answers each round (distributed.redisstreams) with (idle, sent, received);
   two consecutive complete settled rounds with the same answers end the crawl: the leader sets
   `Keys.stop`, which every node polls.
+- **Resizing.** A crawl resumed with `--nodes M` on every node of a crawl of N re-partitions as a
+  local crawl does (distributed.resize, crawl/repartition.py): the first node to join says so in
+  `Keys.meta` (`nodes` M, the resize's `epoch`, `resizing_from` N), so that the others, and a node
+  new to the crawl, join the same phase; every node records it in its DIR/cluster.json too, and a
+  node killed in the phase resumes the same phase. The nodes hand their parts over through their
+  streams, wait at the barrier `Keys.handed(epoch)` (distributed.redisstreams), and `finish_resize`
+  clears `resizing_from`; nodes k >= M hand over everything and end (`drained`), and the
+  termination rounds count only the M nodes from then on.
 - **Status.** Each node's latest telemetry Snapshot under `Keys.status(node)`, read by
   `crawlspace status` (`read_status`).
 """
@@ -27,7 +35,7 @@ import secrets
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import redis.asyncio
@@ -46,6 +54,7 @@ from crawlspace.distributed.redislink import (
     raise_if_cancelled,
     redact,
 )
+from crawlspace.distributed.resize import Resize
 from crawlspace.distributed.termination import ProbeAnswer, crawl_over, settled
 
 log = logging.getLogger(__name__)
@@ -83,14 +92,41 @@ class ClusterSpec:
     node: int
     nodes: int
     crawl_id: str = DEFAULT_CRAWL_ID
+    epoch: int = 0  # resizes of the crawl so far
+    resizing_from: int | None = None  # the nodes before a resize whose handover phase has not ended
 
     def __post_init__(self) -> None:
         check_url(self.url)
         check_crawl_id(self.crawl_id)
         if self.nodes < 1:
             raise ClusterError(f"--nodes {self.nodes}: a cluster has at least one node")
-        if not 0 <= self.node < self.nodes:
+        if self.resizing_from is not None and not 1 <= self.resizing_from != self.nodes:
+            raise ClusterError(f"a resize from {self.resizing_from} to {self.nodes} nodes is not one")
+        if not 0 <= self.node < self.members:
             raise ClusterError(f"--node {self.node}: the nodes of a crawl of {self.nodes} are 0 to {self.nodes - 1}")
+
+    @property
+    def resize(self) -> Resize | None:
+        return None if self.resizing_from is None else Resize(self.resizing_from, self.nodes, self.epoch)
+
+    @property
+    def members(self) -> int:
+        """Nodes in this run: during a resize's phase the old ones leaving take part too."""
+        return max(self.nodes, self.resizing_from or 0)
+
+    def resized_to(self, nodes: int) -> ClusterSpec:
+        """This node in the crawl resumed with `nodes` nodes: the same (an unfinished resize goes on),
+        or a new resize (ClusterError if the last one has not ended with its own number)."""
+        if self.resizing_from is not None:
+            if nodes != self.nodes:
+                raise ClusterError(
+                    f"this crawl is being resized from {self.resizing_from} to {self.nodes} nodes: resume every "
+                    f"node with --nodes {self.nodes} first (then it can change again)"
+                )
+            return self
+        if nodes == self.nodes:
+            return self
+        return replace(self, nodes=nodes, epoch=self.epoch + 1, resizing_from=self.nodes)
 
     @property
     def keys(self) -> Keys:
@@ -109,6 +145,7 @@ class Joined:
     publisher: bool  # this node published the crawl: its seeds start it
     seeds: list[str]
     previous_stop: str | None  # the reason the cluster's last run stopped, if it did
+    spec: ClusterSpec  # the node, with the crawl's resize if a node new to it joins one
 
 
 def shared_config(config: CrawlConfig) -> dict[str, Any]:
@@ -134,6 +171,8 @@ async def join(
     meta = {
         "version": META_VERSION,
         "nodes": spec.nodes,
+        "epoch": spec.epoch,
+        "resizing_from": spec.resizing_from,
         "config": shared_config(config),
         "seeds": list(seeds),
         "created": time.time(),
@@ -158,13 +197,25 @@ async def join(
         published_nodes = int(published["nodes"])
         published_config = dict(published["config"])
         published_seeds = [str(url) for url in published["seeds"]]
+        published_epoch = int(published.get("epoch", 0))
+        published_from = None if published.get("resizing_from") is None else int(published["resizing_from"])
     except (ValueError, KeyError, TypeError) as exc:
         raise ClusterError(f"crawl {spec.crawl_id!r} at {spec.where} has unreadable metadata ({exc})") from None
-    if published_nodes != spec.nodes:
-        raise ClusterError(
-            f"crawl {spec.crawl_id!r} has {published_nodes} nodes, this node says {spec.nodes}: resizing a "
-            "cluster crawl (re-partitioning its hosts) is not supported yet"
-        )
+    if not resume and published_nodes == spec.nodes:  # a node new to the crawl: it joins the crawl's resize
+        spec = replace(spec, epoch=published_epoch, resizing_from=published_from)
+    elif (published_nodes, published_epoch) != (spec.nodes, spec.epoch):
+        resize = spec.resize
+        if resize is None or (published_nodes, published_epoch) != (resize.previous, resize.epoch - 1):
+            was = f" (resize {published_epoch})" if published_epoch else ""
+            raise ClusterError(
+                f"crawl {spec.crawl_id!r} has {published_nodes} nodes{was}, this node says {spec.nodes}"
+                f"{f' (resize {spec.epoch})' if spec.epoch else ''}: resume every node with the same --nodes"
+            )
+        # the first node resumed with the new number: the resize is the crawl's from now on
+        published.update(nodes=spec.nodes, epoch=spec.epoch, resizing_from=resize.previous)
+        await connection.set(keys.meta, json.dumps(published))
+        log.info("crawl %r resizes from %d to %d nodes (resize %d)", spec.crawl_id, resize.previous, spec.nodes,
+                 spec.epoch)  # fmt: skip
     differences = config_differences(published_config, config)
     if differences:
         named = ", ".join(
@@ -189,7 +240,16 @@ async def join(
             stop_reason = wire.decode_one(previous, wire.Stop).reason
         except wire.WireError:
             stop_reason = "unreadable"
-    return Joined(publisher, published_seeds, stop_reason)
+    return Joined(publisher, published_seeds, stop_reason, spec)
+
+
+async def finish_resize(connection: redis.asyncio.Redis, spec: ClusterSpec) -> None:
+    """Every node passed the barrier of the resize: the published crawl says it is over (each node
+    that passes says so; the same value every time)."""
+    meta = await read_meta(connection, spec.keys)
+    if meta is not None and meta.get("epoch") == spec.epoch and meta.get("resizing_from") is not None:
+        meta["resizing_from"] = None
+        await connection.set(spec.keys.meta, json.dumps(meta))
 
 
 def _whoami() -> dict[str, Any]:

@@ -130,6 +130,7 @@ class Peers(Protocol):
         may begin, False when it was stopped meanwhile."""
         ...
 
+
 @runtime_checkable
 class TransportHealth(Protocol):
     """A transport through a server that can be lost while the partition crawls on (Redis): the engine

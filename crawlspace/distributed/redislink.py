@@ -120,6 +120,10 @@ class Keys:
     def answers(self, round_number: int) -> str:
         return f"{self.prefix}answers:{round_number}"
 
+    def handed(self, epoch: int) -> str:
+        """Set: the nodes that finished the handover of resize `epoch` (its barrier: every member, then go)."""
+        return f"{self.prefix}handed:{epoch}"
+
     @property
     def stop(self) -> str:
         """Set (a wire.Stop) when the crawl stops: every node polls it."""

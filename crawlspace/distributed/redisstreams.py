@@ -47,6 +47,7 @@ from crawlspace.distributed.claims import Answer, ContentClaims
 from crawlspace.distributed.nearclaims import NearMatch, NearQuestion, NearQuestionError
 from crawlspace.distributed.protocols import Inbox
 from crawlspace.distributed.redislink import GROUP, REDIS_ERRORS, Backoff, Keys, consumer, raise_if_cancelled
+from crawlspace.distributed.resize import HandoverError, Part, Resize, decode_part, encode_part
 from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier.entry import FrontierEntry
 
@@ -61,6 +62,7 @@ READ_COUNT = 64  # stream entries per XREADGROUP
 BLOCK_MS = 1000  # a read waits this long for new entries (well under the client's socket timeout)
 WRITE_CHUNK = 256  # messages per pipeline
 ANSWERS_TTL = 120  # seconds a round's answers stay in Redis
+HANDED_TTL = 30 * 86400  # a resize's barrier outlives its phase: a node may resume long after
 
 
 @dataclass(slots=True)
@@ -111,10 +113,16 @@ class RedisPeers:
         query_timeout: float = QUERY_TIMEOUT,
         resend_after: float = RESEND_AFTER,
         where: str = "Redis",
+        resize: Resize | None = None,
     ) -> None:
-        """`where`: the server as logs show it (a redacted URL)."""
+        """`where`: the server as logs show it (a redacted URL). `resize`: the crawl was resumed with
+        another number of nodes; `partitions` is the new one, and every node of the old and the new
+        count (`resize.workers`) takes part in its handover phase."""
         self.index = index
         self.partitions = partitions
+        self.resize = resize
+        self.members = resize.workers if resize is not None else partitions  # who may send to this node
+        self.draining = resize is not None and resize.draining(index)  # it ends after the phase
         self.sent = 0  # URL batches sent, resends included (termination counting)
         self.received = 0  # URL batches received and journaled, repeats included
         self.idle = False
@@ -146,6 +154,13 @@ class RedisPeers:
         self._malformed_logged = False
         self._lost_at = 0.0
         self._links = 1  # connections so far: the reader reads its pending entries again on a new one
+        self._handover_unacked: dict[tuple[int, int], bytes] = {}  # (peer, number) -> the encoded part
+        self._handover_queue: dict[tuple[int, int], None] = {}  # parts to write, in order (an ordered set)
+        self._wake_handover = asyncio.Event()
+        self._handover_writer: asyncio.Task[None] | None = None
+        self._handover_over = resize is None  # the phase's barrier passed: a repeated part is dropped
+        self._resize_mark: tuple[int, int] | None = None  # the last entry of this stream before the barrier
+        self.stale_batches = 0  # URL batches of the run before the resize, dropped
 
     def __repr__(self) -> str:
         return (
@@ -194,7 +209,7 @@ class RedisPeers:
                 return
 
     async def close(self, termination: str = "") -> None:
-        if termination and self.stopped_by is None and self.connected:
+        if termination and self.stopped_by is None and self.connected and not self.draining:
             stop = wire.encode([wire.Stop(termination, self.index)])
             try:  # it stopped by itself: the crawl stops, for the same reason (unless a stop came first)
                 await self._redis.set(self._keys.stop, stop, nx=True)
@@ -252,6 +267,7 @@ class RedisPeers:
         self._links += 1
         log.warning("node %d has Redis back after %.1f s", self.index, time.monotonic() - self._lost_at)
         self._resend(list(self._unacked.values()))  # it may have lost its last second of writes
+        self._resend_handover()
         self._wake_writer.set()  # what waited for the link
         self._regained.set()
 
@@ -426,6 +442,110 @@ class RedisPeers:
         found = None if match is None else (match.url, match.fetched_at, match.similarity)
         self._queue(message.sender, wire.NearAnswer(message.number, found))
 
+    # -- a resize's handover (distributed.resize, crawl/repartition.py) ---------------------------
+
+    def transmit_handover(self, peer: int, number: int, part: Part) -> None:
+        self._handover_unacked[(peer, number)] = wire.encode([wire.HandoverPart(self.index, number, encode_part(part))])
+        self._handover_queue[(peer, number)] = None
+        if self._handover_writer is None:
+            self._handover_writer = asyncio.create_task(self._write_handover(), name=f"redis-handover-{self.index}")
+            self._tasks.append(self._handover_writer)
+        self._wake_handover.set()
+
+    def _resend_handover(self) -> None:
+        """After a lost link: every part not acknowledged (Redis may have lost it, or its acknowledgement)."""
+        self._handover_queue.update(dict.fromkeys(sorted(self._handover_unacked, key=lambda key: key[1])))
+        self._wake_handover.set()
+
+    async def _write_handover(self) -> None:
+        """Parts go one per stream entry, apart from the other messages: a part is up to a MiB, and an
+        entry of many would pass what a receiver accepts (wire.MAX_MESSAGE)."""
+        while True:
+            await self._wake_handover.wait()
+            self._wake_handover.clear()
+            while self._handover_queue and self.connected:
+                peer, _ = key = next(iter(self._handover_queue))
+                unit = self._handover_unacked.get(key)
+                if unit is not None:
+                    try:
+                        await self._redis.xadd(self._keys.stream(peer), {b"m": unit})
+                    except REDIS_ERRORS:
+                        raise_if_cancelled()
+                        self._lost()  # the reconnection queues every unacknowledged part again
+                        break
+                    self.wire.messages_out += 1
+                    self.wire.entries_out += 1
+                    self.wire.bytes_out += len(unit)
+                self._handover_queue.pop(key, None)
+
+    def _receive_handover(self, message: wire.HandoverPart, inbox: Inbox) -> bool:
+        """False leaves the entry pending (not made durable: read again after a restart)."""
+        if self._handover_over:  # a repeat: every part was durable before the barrier passed
+            self._queue(message.sender, wire.HandoverAck(self.index, [message.number]))
+            return True
+        try:
+            part = decode_part(message.part)
+        except HandoverError as exc:
+            return self._malformed(f"handover part {message.number} from node {message.sender}", wire.WireError(exc))
+        if not inbox.receive_handover(message.sender, message.number, part):
+            return False
+        self._queue(message.sender, wire.HandoverAck(self.index, [message.number]))
+        return True
+
+    def _without_stale_batches(self, entry_id: Any, messages: list[wire.Message]) -> list[wire.Message]:
+        """A resized crawl drops the URL batches of its run before the resize, unacknowledged: each sender
+        routes what it had not heard acknowledged under the new assignment (crawl/repartition.py), and
+        the old receiver may not own those hosts any more. Every batch of the new run was written after
+        this node joined the barrier (no node sends one before it has seen every member there), that is
+        after `_resize_mark`; a batch of the new run taken for a stale one (this node killed and resumed
+        after the barrier passed, a later mark) is only late: its sender sends it again (`resend_after`)."""
+        if self._resize_mark is None or _stream_id(entry_id) > self._resize_mark:
+            return messages
+        kept: list[wire.Message] = [message for message in messages if not isinstance(message, wire.UrlBatch)]
+        self.stale_batches += len(messages) - len(kept)
+        return kept
+
+    def _handover_acknowledged(self, message: wire.HandoverAck, inbox: Inbox) -> None:
+        for number in message.numbers:
+            if self._handover_unacked.pop((message.sender, number), None) is not None:
+                inbox.handover_acknowledged(message.sender, number)
+
+    async def repartitioned(self) -> bool:
+        """The phase's barrier, a set in Redis (`Keys.handed(epoch)`): this node joins it, then waits until
+        every member of the resize has; False once the cluster's stop came (the `_control` task polls it).
+        The set outlives the phase, so a node killed after the barrier passes finds it passed again."""
+        if self.resize is None:
+            return True
+        key = self._keys.handed(self.resize.epoch)
+        joined = False
+        while self.stopped_by is None:
+            if self.connected:
+                try:
+                    if not joined:
+                        pipe = self._redis.pipeline(transaction=True)  # the mark and the barrier at once
+                        pipe.sadd(key, str(self.index))
+                        pipe.expire(key, HANDED_TTL)
+                        pipe.xinfo_stream(self._stream)
+                        info = (await pipe.execute())[-1]
+                        self._resize_mark = _stream_id(info["last-generated-id"])
+                        joined = True
+                        log.info("node %d handed over its share of resize %d", self.index, self.resize.epoch)
+                    members = {int(_text(member)) for member in await self._redis.smembers(key)}
+                    if members >= set(range(self.members)):
+                        self._handover_over = True
+                        self._links += 1  # the reader reads the batches it left pending again
+                        return True
+                except REDIS_ERRORS:
+                    raise_if_cancelled()
+                    self._lost()
+                    joined = False  # a server that lost its data lost the set too
+                except (redis.exceptions.ResponseError, ValueError) as exc:  # a member that is not a number
+                    raise_if_cancelled()
+                    self.errors["transport:bad-control-key"] += 1
+                    log.debug("resize barrier unreadable: %s", exc)
+            await asyncio.sleep(CONTROL_INTERVAL)
+        return False
+
     # -- reading the node's stream ---------------------------------------------------------------
 
     async def _read(self) -> None:
@@ -489,11 +609,12 @@ class RedisPeers:
                 if isinstance(message, (wire.ProbeReply, wire.Stop)):
                     raise wire.WireError(f"a {type(message).__name__} has no place on a stream")
                 sender = getattr(message, "sender", None)
-                if sender is not None and not (0 <= sender < self.partitions and sender != self.index):
-                    raise wire.WireError(f"from node {sender}, not another of the crawl's {self.partitions}")
+                if sender is not None and not (0 <= sender < self.members and sender != self.index):
+                    raise wire.WireError(f"from node {sender}, not another of the crawl's {self.members}")
         except wire.WireError as exc:
             return self._malformed(entry_id, exc)
         self.wire.messages_in += len(messages)
+        messages = self._without_stale_batches(entry_id, messages)
         done = True
         for message in messages:
             done &= self._act(message, inbox, claims, acks)
@@ -506,6 +627,8 @@ class RedisPeers:
             self._unresponsive.pop(sender, None)
         match message:
             case wire.UrlBatch(sender=sender, number=number, urls=urls, forward=forward):
+                if not self._handover_over:
+                    return False  # before the barrier: of the old run, or not; told apart once it passes
                 entries = [FrontierEntry(url, depth, hops) for url, depth, hops in urls]
                 if not inbox.receive_urls(entries, forwarded=forward):
                     return False  # not journaled: left pending, read again after a restart
@@ -528,6 +651,10 @@ class RedisPeers:
                     query[1].set_result((url, at))
             case wire.ContentSettle(fingerprint=fingerprint, url=url, stored=stored):
                 self._settled(fingerprint, url, stored)
+            case wire.HandoverPart():
+                return self._receive_handover(message, inbox)
+            case wire.HandoverAck():
+                self._handover_acknowledged(message, inbox)
             case wire.NearQuestion():
                 self._answer_near(message, inbox)
             case wire.NearAnswer(number=number, match=found):
@@ -584,3 +711,8 @@ class RedisPeers:
 
 def _text(entry_id: Any) -> str:
     return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+
+
+def _stream_id(entry_id: Any) -> tuple[int, int]:
+    milliseconds, _, sequence = _text(entry_id).partition("-")
+    return int(milliseconds), int(sequence or 0)

@@ -111,8 +111,34 @@ class Stop(msgspec.Struct, array_like=True, tag="stop", frozen=True):
     node: int
 
 
+class HandoverPart(msgspec.Struct, array_like=True, tag="hand", frozen=True):
+    """Part `number` of a resize's handover (distributed.resize), for the receiver that owns its hosts now:
+    `part` is `resize.encode_part` bytes (decoded by the receiver: a damaged part is refused, not applied)."""
+
+    sender: int
+    number: int
+    part: bytes
+
+
+class HandoverAck(msgspec.Struct, array_like=True, tag="hack", frozen=True):
+    """The receiver (`sender` of the ack) made these handover parts of the node it is sent to durable."""
+
+    sender: int
+    numbers: list[int]
+
+
 Message = (
-    UrlBatch | Ack | ContentQuestion | ContentAnswer | ContentSettle | NearQuestion | NearAnswer | ProbeReply | Stop
+    UrlBatch
+    | Ack
+    | ContentQuestion
+    | ContentAnswer
+    | ContentSettle
+    | NearQuestion
+    | NearAnswer
+    | ProbeReply
+    | Stop
+    | HandoverPart
+    | HandoverAck
 )
 
 _encoder = msgspec.msgpack.Encoder()

@@ -14,7 +14,14 @@ import trustme
 
 from crawlspace.config import CrawlConfig
 from crawlspace.distributed import wire
-from crawlspace.distributed.cluster import ClusterControl, ClusterSpec, join, published_config, read_meta
+from crawlspace.distributed.cluster import (
+    ClusterControl,
+    ClusterSpec,
+    finish_resize,
+    join,
+    published_config,
+    read_meta,
+)
 from crawlspace.distributed.redisbudget import RedisBudget
 from crawlspace.distributed.redislink import ClusterError, Keys, redact
 from crawlspace.distributed.redisstreams import RedisPeers
@@ -46,12 +53,41 @@ def test_the_first_node_publishes_and_the_others_must_agree(redis_server: RedisS
         with pytest.raises(ClusterError, match="has run before: continue it with --resume"):
             await join(connection, spec(redis_server, 1), config, [], resume=False)
         assert not (await join(connection, spec(redis_server, 1), config, [], resume=True)).publisher
-        with pytest.raises(ClusterError, match="has 3 nodes, this node says 2: resizing"):
+        with pytest.raises(ClusterError, match="has 3 nodes, this node says 2: resume every node with the same"):
             await join(connection, spec(redis_server, 1, nodes=2), config, [], resume=True)
         with pytest.raises(ClusterError, match="other seeds"):
             await join(connection, spec(redis_server, 2), config, ["http://c.test/"], resume=False)
         with pytest.raises(ClusterError, match="no crawl 'nothing'"):
             await join(connection, ClusterSpec(redis_server.url, 1, 3, "nothing"), config, [], resume=False)
+        await connection.aclose()
+
+    asyncio.run(run())
+
+
+def test_a_resume_with_another_number_of_nodes_resizes_the_published_crawl(redis_server: RedisServer) -> None:
+    config = CrawlConfig(min_delay=0.5)
+
+    async def run() -> None:
+        connection = redis.asyncio.Redis.from_url(redis_server.url)
+        for node in range(3):
+            await join(connection, spec(redis_server, node), config, SEEDS if node == 0 else [], resume=False)
+        shrunk = spec(redis_server, 2).resized_to(2)  # node 2 of 3 resumed with --nodes 2: it drains
+        assert (shrunk.nodes, shrunk.epoch, shrunk.resizing_from, shrunk.members) == (2, 1, 3, 3)
+        assert shrunk.resize is not None and shrunk.resize.draining(2)
+        assert shrunk.resized_to(2) is shrunk  # killed in the phase: the same phase
+        with pytest.raises(ClusterError, match="being resized from 3 to 2 nodes: resume every node with --nodes 2"):
+            shrunk.resized_to(4)
+        assert (await join(connection, shrunk, config, [], resume=True)).spec == shrunk
+        meta = await read_meta(connection, shrunk.keys)
+        assert meta is not None and (meta["nodes"], meta["epoch"], meta["resizing_from"]) == (2, 1, 3)
+        await join(connection, spec(redis_server, 0).resized_to(2), config, [], resume=True)  # the same resize
+        with pytest.raises(ClusterError, match=r"has 2 nodes \(resize 1\), this node says 3: resume every node"):
+            await join(connection, spec(redis_server, 1), config, [], resume=True)  # not resized: refused
+        with pytest.raises(ClusterError, match="this node says 4 \\(resize 1\\)"):
+            await join(connection, spec(redis_server, 1).resized_to(4), config, [], resume=True)
+        await finish_resize(connection, shrunk)
+        meta = await read_meta(connection, shrunk.keys)
+        assert meta is not None and (meta["nodes"], meta["epoch"], meta["resizing_from"]) == (2, 1, None)
         await connection.aclose()
 
     asyncio.run(run())
@@ -143,15 +179,19 @@ def test_a_joining_node_takes_the_published_configuration_and_is_refused_for_wha
     assert resized.returncode == 2 and "has 2 nodes, this node says 3" in resized.stderr
 
 
-def test_a_resume_with_another_number_of_nodes_is_refused(redis_server: RedisServer, tmp_path: Path) -> None:
+def test_a_resume_that_cannot_resize_is_refused(redis_server: RedisServer, tmp_path: Path) -> None:
     node = tmp_path / "node1"
     node.mkdir()
-    (node / "cluster.json").write_text(json.dumps({"crawl_id": "crawl", "node": 1, "nodes": 3}))
-    result = run_cli("crawl", "--resume", str(node), "--cluster", redis_server.url, "--nodes", "2")
+    record = {"crawl_id": "crawl", "node": 1, "nodes": 2, "epoch": 1, "resizing_from": 3}
+    (node / "cluster.json").write_text(json.dumps(record))  # killed in the phase of a resize from 3 to 2
+    result = run_cli("crawl", "--resume", str(node), "--cluster", redis_server.url, "--nodes", "4")
     assert result.returncode == 2
-    assert "is node 1 of 3: resuming a cluster crawl with another number of nodes" in result.stderr
+    assert "being resized from 3 to 2 nodes: resume every node with --nodes 2 first" in result.stderr
     other = run_cli("crawl", "--resume", str(node), "--cluster", redis_server.url, "--node", "0")
     assert other.returncode == 2 and "is node 1 of its crawl, not node 0" in other.stderr
+    (node / "cluster.json").write_text(json.dumps({**record, "node": 2, "resizing_from": None}))
+    drained = run_cli("crawl", "--resume", str(node), "--cluster", redis_server.url)
+    assert drained.returncode == 2 and "left the crawl when it was resized to 2 nodes" in drained.stderr
 
 
 @pytest.fixture

@@ -181,7 +181,13 @@ def test_three_nodes_fetch_what_one_process_fetches_once_each_and_politely(
         with CrawlReader(cluster.directory(node)) as reader:
             assert sum(1 for _ in reader.pages()) >= int(stats[node]["pages_fetched"]) > 0  # type: ignore[call-overload]
         saved = (cluster.directory(node) / "cluster.json").read_text()
-        assert json.loads(saved) == {"crawl_id": "crawl", "node": node, "nodes": NODES}
+        assert json.loads(saved) == {
+            "crawl_id": "crawl",
+            "node": node,
+            "nodes": NODES,
+            "epoch": 0,
+            "resizing_from": None,
+        }
         for path in cluster.directory(node).glob("*.json*"):
             assert redis_server.password not in path.read_text(errors="replace"), path
         assert redis_server.password not in cluster.output(node)

@@ -23,6 +23,8 @@ MESSAGES: list[wire.Message] = [
     wire.NearAnswer(9, None),
     wire.ProbeReply(9, 2, True, 100, 99),
     wire.Stop("max-seconds", 1),
+    wire.HandoverPart(2, 7, b"\x00\xff" * 100),
+    wire.HandoverAck(0, [1, 2**40]),
 ]
 
 

@@ -1,0 +1,140 @@
+"""A cluster crawl resized (`--resume DIR --cluster URL --nodes M` on every node), judged from the simulated
+web's server log: three nodes stopped part-way, resumed as two (node 2 hands its hosts over and ends,
+`drained`), then finished. Their fetches together are what one process fetches, nothing twice, nothing
+lost, politely; the crawl's published size and every node's record say 2 afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from crawlspace.simweb import RunningServer, SimWeb
+from tests.conftest import REPO
+from tests.distributed.redis_server import RedisServer
+from tests.distributed.test_cluster_e2e import (
+    NODES,
+    Cluster,
+    cluster,
+    judged,
+    one_process_crawl,
+    served,
+    wait_for_requests,
+    web,
+)
+
+__all__ = ["cluster", "served", "web"]  # the fixtures, shared with the cluster's other end-to-end tests
+
+pytestmark = pytest.mark.slow
+
+RESIZED = 2
+
+
+def resume(nodes: Cluster, node: int, count: int) -> None:
+    launch(nodes, node, "--resume", str(nodes.directory(node)), "--nodes", str(count))
+
+
+def launch(nodes: Cluster, node: int, *arguments: str) -> None:
+    command = [sys.executable, "-m", "crawlspace", "crawl", "--cluster", nodes.server.url, "--no-progress"]
+    command += arguments
+    log = (nodes.base / f"node{node}.log").open("a")
+    nodes.processes[node] = subprocess.Popen(
+        command, stdout=log, stderr=log, text=True, env=dict(os.environ, PYTHONPATH=str(REPO))
+    )
+
+
+def test_three_nodes_resumed_as_two_fetch_every_page_once(
+    web: SimWeb, cluster: Cluster, served: RunningServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    cluster.start_all()
+    assert wait_for_requests(served, 60)
+    os.kill(cluster.processes[0].pid, signal.SIGTERM)  # node 0 stops, and with it the cluster
+    cluster.wait()
+    before = len(served.read_log())
+    stats = [cluster.stats(node) for node in range(NODES)]
+    assert {s["termination"] for s in stats} == {"interrupted"}
+    assert all(int(s["pages_fetched"]) > 0 for s in stats)  # type: ignore[call-overload]  # node 2 has hosts to hand over
+
+    for node in range(NODES):
+        resume(cluster, node, RESIZED)
+        time.sleep(0.3)
+    cluster.wait()
+    assert len(served.read_log()) > before, "the resized crawl fetched nothing"
+    fetched = judged(web, served)  # nothing lost, nothing twice, polite per host and per address
+    assert fetched == one_process_crawl(web, tmp_path)
+
+    stats = [cluster.stats(node) for node in range(NODES)]
+    assert [s["termination"] for s in stats] == ["frontier-empty", "frontier-empty", "drained"]
+    resize = [s["resize"] for s in stats]
+    assert all(isinstance(r, dict) and (r["epoch"], r["from"], r["to"]) == (1, NODES, RESIZED) for r in resize)
+    drained = resize[2]
+    assert isinstance(drained, dict) and drained["draining"] and drained["parts"] > 0 and drained["urls_out"] > 0
+    assert sum(r["urls_in"] for r in resize if isinstance(r, dict)) >= drained["urls_out"] > 0
+    for node in range(NODES):
+        saved = json.loads((cluster.directory(node) / "cluster.json").read_text())
+        assert saved == {"crawl_id": "crawl", "node": node, "nodes": RESIZED, "epoch": 1, "resizing_from": None}
+    connection = redis.Redis.from_url(redis_server.url)
+    meta = json.loads(connection.get("crawlspace:{crawl}:meta"))  # type: ignore[arg-type]
+    connection.close()
+    assert (meta["nodes"], meta["epoch"], meta["resizing_from"]) == (RESIZED, 1, None)
+
+
+def test_two_nodes_grown_to_three_fetch_every_page_once(
+    web: SimWeb, cluster: Cluster, served: RunningServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    local = ["--hosts-file", str(served.hosts_file), "--concurrency", "4"]
+    launch(cluster, 0, str(served.seeds_file), "--out", str(cluster.directory(0)), "--node", "0", "--nodes", "2",
+           "--allow-private-addresses", "--min-delay", "0.02", *local)  # fmt: skip
+    time.sleep(1.0)
+    launch(cluster, 1, "--out", str(cluster.directory(1)), "--node", "1", "--nodes", "2", *local)
+    assert wait_for_requests(served, 60)
+    os.kill(cluster.processes[1].pid, signal.SIGTERM)
+    cluster.wait()
+
+    for node in range(2):
+        resume(cluster, node, 3)
+    time.sleep(1.0)  # the first resumed node publishes the resize; the new node joins it
+    launch(cluster, 2, "--out", str(cluster.directory(2)), "--node", "2", "--nodes", "3", *local)
+    cluster.wait()
+    fetched = judged(web, served)
+    assert fetched == one_process_crawl(web, tmp_path)
+    stats = [cluster.stats(node) for node in range(3)]
+    assert [s["termination"] for s in stats] == ["frontier-empty"] * 3
+    resize = stats[2]["resize"]
+    assert isinstance(resize, dict) and resize["urls_in"] > 0 and int(stats[2]["pages_fetched"]) > 0  # type: ignore[call-overload]
+    for node in range(3):
+        saved = json.loads((cluster.directory(node) / "cluster.json").read_text())
+        assert (saved["nodes"], saved["epoch"], saved["resizing_from"]) == (3, 1, None)
+
+
+def test_a_node_killed_at_the_barrier_resumes_the_same_phase(
+    web: SimWeb, cluster: Cluster, served: RunningServer, redis_server: RedisServer
+) -> None:
+    cluster.start_all()
+    assert wait_for_requests(served, 60)
+    os.kill(cluster.processes[0].pid, signal.SIGTERM)
+    cluster.wait()
+    for node in range(2):  # node 2 not yet: the others hand over, then wait for it at the barrier
+        resume(cluster, node, RESIZED)
+    connection = redis.Redis.from_url(redis_server.url)
+    deadline = time.monotonic() + 60
+    while connection.scard("crawlspace:{crawl}:handed:1") < 2:
+        assert time.monotonic() < deadline, cluster.output(0)
+        time.sleep(0.1)
+    connection.close()
+    cluster.kill(0)  # SIGKILL at the barrier
+    saved = json.loads((cluster.directory(0) / "cluster.json").read_text())
+    assert (saved["nodes"], saved["epoch"], saved["resizing_from"]) == (RESIZED, 1, NODES)  # the phase, recorded
+    resume(cluster, 0, RESIZED)  # the same phase again (its lock expires first)
+    resume(cluster, 2, RESIZED)
+    cluster.wait()
+    judged(web, served)  # nothing lost, nothing twice
+    assert [cluster.stats(node)["termination"] for node in range(NODES)] == ["frontier-empty"] * 2 + ["drained"]
+    assert int(cluster.stats(0)["runs"]) == 3  # type: ignore[call-overload]
