@@ -42,6 +42,7 @@ import redis.asyncio
 import redis.exceptions
 
 from crawlspace.distributed import wire
+from crawlspace.distributed.asking import gather_near
 from crawlspace.distributed.assignment import content_owner
 from crawlspace.distributed.claims import Answer, ContentClaims
 from crawlspace.distributed.nearclaims import NearMatch, NearQuestion, NearQuestionError
@@ -415,19 +416,17 @@ class RedisPeers:
         answers: dict[int, NearMatch | None] = {}
         if self.index in questions:  # while the others look theirs up
             answers[self.index] = self._inbox.answer_near(questions[self.index])
-        if waiting:
-            try:
-                await asyncio.wait([future for _, future in waiting.values()], timeout=self._query_timeout)
-            finally:
-                for number, _ in waiting.values():
-                    self._near_queries.pop(number, None)
-            for owner, (_, future) in waiting.items():
-                if future.done() and not future.cancelled():
-                    answers[owner] = future.result()
-                else:
-                    self.errors["transport:near-timeout"] += 1
-                    self._unresponsive[owner] = time.monotonic() + UNRESPONSIVE_FOR
-        return answers
+        try:
+            heard, silent = await gather_near(
+                {owner: future for owner, (_, future) in waiting.items()}, self._query_timeout
+            )
+        finally:
+            for number, _ in waiting.values():
+                self._near_queries.pop(number, None)
+        for owner in silent:
+            self.errors["transport:near-timeout"] += 1
+            self._unresponsive[owner] = time.monotonic() + UNRESPONSIVE_FOR
+        return {**answers, **heard}
 
     def _answer_near(self, message: wire.NearQuestion, inbox: Inbox) -> None:
         try:

@@ -29,6 +29,7 @@ import logging
 import socket
 from typing import Any
 
+from crawlspace.distributed.asking import gather_near
 from crawlspace.distributed.assignment import content_owner
 from crawlspace.distributed.channel import Channel, ChannelClosed
 from crawlspace.distributed.claims import Answer, ContentClaims
@@ -220,16 +221,12 @@ class SocketMesh:
         answers: dict[int, NearMatch | None] = {}
         if self.index in questions:  # while the others look theirs up
             answers[self.index] = self._inbox.answer_near(questions[self.index])
-        if waiting:
-            try:
-                await asyncio.wait([future for _, future in waiting.values()], timeout=self._query_timeout)
-            finally:
-                for number, _ in waiting.values():
-                    self._near_queries.pop(number, None)
-            for owner, (_, future) in waiting.items():
-                if future.done() and not future.cancelled():
-                    answers[owner] = future.result()
-        return answers
+        try:
+            heard, _ = await gather_near({owner: future for owner, (_, future) in waiting.items()}, self._query_timeout)
+        finally:
+            for number, _ in waiting.values():
+                self._near_queries.pop(number, None)
+        return {**answers, **heard}
 
     def _answer_near(self, fields: list[Any]) -> None:
         assert self._inbox is not None
