@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from crawlspace.crawl.journal import Journal
+from crawlspace.durable import fsync_directory
 
 FORMAT = "crawlspace-crawl-state"
 VERSION = 1
@@ -134,7 +134,7 @@ class Journals:
             if old < generation - 1:
                 with contextlib.suppress(FileNotFoundError):
                     self.path(old).unlink()
-        _fsync_dir(self.directory)
+        fsync_directory(self.directory)
         return self.current
 
     def reset(self) -> None:
@@ -146,14 +146,6 @@ class Journals:
         if self.current is not None:
             self.current.close()
             self.current = None
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _startup_errors() -> tuple[type[Exception], ...]:

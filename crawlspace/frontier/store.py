@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
+from crawlspace.durable import fsync_directory
+
 STATE_NAME = "frontier.state"
 PREVIOUS_STATE_NAME = "frontier.state.prev"
 SEGMENTS_DIR = "segments"
@@ -207,9 +209,9 @@ class DirectoryStore:
             finally:
                 os.close(fd)
         for shard in sorted(self._new_shards):
-            _fsync_dir(self._segments / f"{shard:05x}")
+            fsync_directory(self._segments / f"{shard:05x}")
         if self._new_shards:
-            _fsync_dir(self._segments)
+            fsync_directory(self._segments)
             self._new_shards.clear()
 
     def file_ids(self) -> set[int]:
@@ -233,7 +235,7 @@ class DirectoryStore:
         with contextlib.suppress(FileNotFoundError):  # a crash right here leaves only the previous one: fine
             os.replace(final, self.directory / PREVIOUS_STATE_NAME)
         os.replace(tmp, final)
-        _fsync_dir(self.directory)
+        fsync_directory(self.directory)
 
     def read_state(self) -> bytes | None:
         return self._read(STATE_NAME)
@@ -266,14 +268,6 @@ class DirectoryStore:
             with contextlib.suppress(OSError):
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _is_hex(text: str) -> bool:

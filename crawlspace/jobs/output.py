@@ -21,6 +21,8 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
+from crawlspace.durable import fsync_directory
+
 JOBS_DIR = "jobs"
 SUMMARY = "summary.json"
 
@@ -38,15 +40,7 @@ def _fsync_tree(root: Path) -> None:
         for name in files:
             with open(os.path.join(directory, name), "rb") as handle:
                 os.fsync(handle.fileno())
-        _fsync_dir(Path(directory))
-
-
-def _fsync_dir(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+        fsync_directory(Path(directory))
 
 
 class PendingOutput:
@@ -72,7 +66,7 @@ class PendingOutput:
         staged.symlink_to(self.path.name)
         previous = link.resolve() if link.is_symlink() else None
         os.replace(staged, link)
-        _fsync_dir(self.root)
+        fsync_directory(self.root)
         if previous is not None and previous != self.path:
             shutil.rmtree(previous, ignore_errors=True)
         return link
