@@ -106,8 +106,11 @@ class Repartition:
             self._resume.resize_started = epoch
             self._checkpoint()
         self._pinned_before = set(self._router.pinned)
+        finished = self._resume.done
         queued = [entry for entry in self._frontier.queued_entries()]
-        self._queued = {url_fingerprint(entry.url) for entry in queued}
+        # a queued copy of a URL finished since the checkpoint (fetched, or handed to the owner of its
+        # address) is dropped when the frontier hands it out: it does not count as queued here
+        self._queued = {fingerprint for entry in queued if (fingerprint := url_fingerprint(entry.url)) not in finished}
         if self.handed:
             return
         leaving = self.plan.leaving
@@ -115,7 +118,6 @@ class Repartition:
         self._resume.resize_unconfirmed.extend(
             (entry.url, entry.depth, entry.hops) for entry in forwarded if not leaving(host_of(entry.url))
         )
-        finished = self._resume.done
         spelled = self._urlset.scheme.function
         in_frontiers = np.unique(
             np.fromiter(
