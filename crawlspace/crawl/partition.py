@@ -55,6 +55,7 @@ class PartitionInbox:
         self._open = asyncio.Event()  # a batch has URLs: the sender's timer runs
         self.handover: Callable[[int, int, Part], bool] | None = None  # a resize's phase (crawl/repartition.py)
         self.handover_acks: Callable[[int, int], None] | None = None
+        self._connected = False
 
     def __repr__(self) -> str:
         return f"PartitionInbox({self.peers!r}, {self.router!r})"
@@ -63,13 +64,16 @@ class PartitionInbox:
         """Start the transport; after a resume, every batch the others never acknowledged goes out
         again (they drop repeats); not in a resize's phase, whose end sends them under the new assignment."""
         await self.peers.start(self)
+        self._connected = True
         if resend:
             self.peers.transmit(self.router.unacknowledged)
 
     def send_batches(self) -> None:
-        """Cut the open batches and send them once the journal holds their URLs: never unjournaled."""
+        """Cut the open batches and send them once the journal holds their URLs: never unjournaled.
+        Before the transport is started (the checkpoint of a resumed engine's constructor, with
+        batches its journal replayed) they are only cut: `connect` sends every unacknowledged one."""
         batches = self.router.cut()
-        if batches and self._ledger.flush():
+        if batches and self._ledger.flush() and self._connected:
             self.peers.transmit(batches)
 
     def send_soon(self) -> None:

@@ -107,10 +107,11 @@ class Repartition:
             self._checkpoint()
         self._pinned_before = set(self._router.pinned)
         finished = self._resume.done
-        queued = [entry for entry in self._frontier.queued_entries()]
+        queued = list(self._frontier.queued_entries())
         # a queued copy of a URL finished since the checkpoint (fetched, or handed to the owner of its
         # address) is dropped when the frontier hands it out: it does not count as queued here
-        self._queued = {fingerprint for entry in queued if (fingerprint := url_fingerprint(entry.url)) not in finished}
+        live = [entry for entry in queued if url_fingerprint(entry.url) not in finished]
+        self._queued = {url_fingerprint(entry.url) for entry in live}
         if self.handed:
             return
         leaving = self.plan.leaving
@@ -118,17 +119,15 @@ class Repartition:
         self._resume.resize_unconfirmed.extend(
             (entry.url, entry.depth, entry.hops) for entry in forwarded if not leaving(host_of(entry.url))
         )
+        # a forward's URL is finished here (its lease ended by the hand-over) but queued nowhere until
+        # its holder acknowledges it: it travels, and stays out of the seen entries, like a queued one
         spelled = self._urlset.scheme.function
-        in_frontiers = np.unique(
-            np.fromiter(
-                (spelled(entry.url) for entry in [*queued, *forwarded] if url_fingerprint(entry.url) not in finished),
-                np.uint64,
-            )
-        )
+        in_frontiers = np.unique(np.fromiter((spelled(entry.url) for entry in [*live, *forwarded]), np.uint64))
         parts: dict[int, list[Part]] = {}
         frontier_parts = self.plan.frontier_parts(
-            [*(entry for entry in queued if leaving(host_of(entry.url))), *forwarded],
+            (entry for entry in queued if leaving(host_of(entry.url))),
             finished=finished,
+            in_flight=forwarded,
             sitemaps=self._links.sitemaps,
             moved_away=set(self._router.moved),
         )

@@ -233,6 +233,9 @@ class ParallelCrawl:
         self._stop_requested = False
         self.fatal: list[str] = []  # workers that could not start, and why
         self._ready: set[int] = set()
+        self._ended: set[int] = set()  # workers that said they ended (their last message)
+        self._lost: set[int] = set()  # workers whose channel closed without it: they died
+        self._refused: set[int] = set()  # workers that said why they could not start (in `fatal`)
         self._handed: set[int] = set()  # workers done with a resize's handover
         self._drained: set[int] = set()  # workers leaving in a resize that have ended
 
@@ -341,8 +344,14 @@ class ParallelCrawl:
                 loop.add_signal_handler(sig, self._interrupt)
         probes: dict[int, dict[int, ProbeAnswer]] = {}
         listeners = [asyncio.create_task(self._listen(k, channel, probes)) for k, channel in enumerate(channels)]
-        while len(self._ready) + len(self.fatal) < len(channels) and any(p.is_alive() for p in workers):
+        while len(self._ready) + len(self.fatal) < len(channels) and not self._lost:
             await asyncio.sleep(0.02)
+        for index in sorted(self._lost - self._ready - self._refused):  # died without saying why
+            workers[index].join(timeout=5)
+            self.fatal.append(
+                f"crawl process {index} ended before it was ready (exit code {workers[index].exitcode}); "
+                "its error is above"
+            )
         self._broadcast(["stop", "worker-failed"] if self.fatal else ["go"])
         if self.fatal:
             self._stop_reason = self.termination = "worker-failed"
@@ -352,7 +361,7 @@ class ParallelCrawl:
         try:
             while any(process.is_alive() for process in workers):
                 if self._stop_reason is None and (
-                    self.fatal or any(process.exitcode not in (None, 0) for process in workers)
+                    self.fatal or self._lost or any(process.exitcode not in (None, 0) for process in workers)
                 ):
                     self._stop_all("worker-failed")
                 if self._stop_reason is None and self._stop_requested:
@@ -386,6 +395,8 @@ class ParallelCrawl:
             try:
                 message = await channel.receive()
             except ChannelClosed:
+                if index not in self._ended:
+                    self._lost.add(index)  # killed, or an error it could not report
                 return
             if message[0] == "probe":
                 _, number, idle, sent, received = message
@@ -393,8 +404,10 @@ class ParallelCrawl:
             elif message[0] == "report":
                 self.reports[int(message[1])] = Snapshot.from_builtins(message[2])
             elif message[0] == "fatal":
+                self._refused.add(index)
                 self.fatal.append(str(message[2]))
             elif message[0] == "ended":
+                self._ended.add(index)
                 if str(message[2]) == "drained":  # a partition leaving in a resize, all handed over
                     self._drained.add(index)
                 elif self._stop_reason is None:  # it stopped by itself: the others follow, for the same reason

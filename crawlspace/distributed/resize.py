@@ -40,6 +40,7 @@ Pure: no sockets, no files; the transport carries `encode_part` bytes, the engin
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -168,17 +169,20 @@ class HandoverPlan:
         finished: set[int],
         sitemaps: set[str],
         moved_away: set[str] | frozenset[str] = frozenset(),
+        in_flight: Iterable[FrontierEntry] = (),
     ) -> dict[int, list[FrontierPart]]:
         """The queued URLs of leaving hosts by new owner, in parts; `finished`: fingerprints
-        (urls.url_fingerprint) of URLs fetched since the checkpoint, which stay behind;
-        `moved_away`: hosts this partition had handed over for per-IP politeness (their URLs go
-        as `unconfirmed`)."""
+        (urls.url_fingerprint) of URLs finished since the checkpoint, whose queued copies stay behind;
+        `in_flight`: URLs handed to the owner of their address that it never acknowledged (finished
+        here, queued nowhere for sure), which travel whatever `finished` says; `moved_away`: hosts
+        this partition had handed over for per-IP politeness (their URLs go as `unconfirmed`)."""
         by_owner: dict[int, tuple[list[FrontierEntry], list[FrontierEntry]]] = {}
         owner_of = self.assignment.owner
-        for entry in entries:
+        tagged = itertools.chain(((entry, True) for entry in entries), ((entry, False) for entry in in_flight))
+        for entry, queued in tagged:
             host = host_of(entry.url)
             owner = owner_of(host)
-            if owner == self.index or (finished and url_fingerprint(entry.url) in finished):
+            if owner == self.index or (queued and finished and url_fingerprint(entry.url) in finished):
                 continue
             confirmed, unconfirmed = by_owner.setdefault(owner, ([], []))
             (unconfirmed if host in moved_away else confirmed).append(entry)

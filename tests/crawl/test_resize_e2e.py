@@ -1,14 +1,17 @@
 """A crawl resumed with another number of processes, judged from the simulated web's server log:
 2 processes stopped part-way, resumed as 3, then as 2 (one partition drains and ends), and the same
-with kill -9 at random moments, the handover phase included. Every page is fetched, none twice
-(beyond pages in flight at a kill), politely, as a correct one-process crawl of the web would."""
+with kill -9 at random moments: in each resize once early in its phase, once just after it (the
+crawl's first fraction of a second under the new assignment) and once later. Every page is fetched,
+none twice (beyond pages in flight at a kill), politely, as a correct one-process crawl would."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -70,6 +73,16 @@ def test_two_then_three_then_two_processes_fetch_every_page_once(
     print(verdict.summary())
 
 
+def wait_for_phase(out: Path, process: subprocess.Popen[str], *, over: bool, timeout: float = 60.0) -> None:
+    """Until partitions.json says the resize's handover phase is on (over=False) or has ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            if (json.loads((out / "partitions.json").read_text())["resizing_from"] is None) == over:
+                return
+        time.sleep(0.005)
+
+
 @pytest.mark.slow
 def test_kill_nine_during_the_handover_and_resume_loses_nothing(
     web: SimWeb, served: RunningServer, tmp_path: Path
@@ -81,10 +94,18 @@ def test_kill_nine_during_the_handover_and_resume_loses_nothing(
     kills = 0
     in_phase = 0
     for processes, max_pages in ((3, 170), (2, 100_000)):
-        for _ in range(3):
+        for moment in ("in the phase", "just after it", "later"):
             process = start(*resume(out, processes, max_pages))
-            time.sleep(rng.uniform(0.8, 3.0))
+            if moment == "in the phase":
+                wait_for_phase(out, process, over=False)
+                time.sleep(rng.uniform(0.0, 0.3))
+            elif moment == "just after it":
+                wait_for_phase(out, process, over=True)
+                time.sleep(rng.uniform(0.0, 0.6))
+            else:
+                time.sleep(rng.uniform(0.8, 3.0))
             if process.poll() is not None:
+                assert process.returncode == 0, process.communicate()[1]
                 break
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
@@ -92,7 +113,7 @@ def test_kill_nine_during_the_handover_and_resume_loses_nothing(
             in_phase += json.loads((out / "partitions.json").read_text())["resizing_from"] is not None
         finish(start(*resume(out, processes, max_pages)))
         assert json.loads((out / "partitions.json").read_text())["partitions"] == processes
-    assert kills >= 3, "every resumed run ended before it could be killed: make the web bigger"
+    assert kills >= 4, "the resumed runs ended before they could be killed: make the web bigger"
     assert in_phase >= 1, "no kill fell in a handover phase"
 
     served.stop()

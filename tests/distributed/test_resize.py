@@ -87,6 +87,28 @@ def test_frontier_parts_go_to_the_new_owners_and_leave_finished_urls_behind() ->
         assert any(queued[12] in part.sitemaps for part in parts[sent[queued[12]][0]])
 
 
+def test_unacknowledged_forwards_travel_though_their_leases_ended() -> None:
+    """A URL handed to the owner of its address ended its lease here (journaled done, so after a kill
+    it is `finished`), but until that owner acknowledged it nobody may have it queued: it travels."""
+    assignment = HostBucketAssignment(3)
+    plan = HandoverPlan(1, assignment, fingerprints=UrlFingerprints.HOST_BUCKET, per_ip=True)
+    leaving = [url for url in urls_of(HOSTS) if assignment.owner(url.split("/")[2]) != 1]
+    queued_copy, forward = leaving[0], leaving[1]
+    finished = {url_fingerprint(queued_copy), url_fingerprint(forward)}
+    moved_away = {forward.split("/")[2]}
+    parts = plan.frontier_parts(
+        entries([queued_copy]), finished=finished, sitemaps=set(), moved_away=moved_away, in_flight=entries([forward])
+    )
+    sent = [
+        (owner, url, kind)
+        for owner, owner_parts in parts.items()
+        for part in owner_parts
+        for kind, rows in (("confirmed", part.entries), ("unconfirmed", part.unconfirmed))
+        for url, _, _ in rows
+    ]
+    assert sent == [(assignment.owner(forward.split("/")[2]), forward, "unconfirmed")]  # the queued copy stays
+
+
 def test_a_draining_partition_hands_over_every_host() -> None:
     resize = Resize(previous=3, partitions=2, epoch=1)
     assert resize.workers == 3 and resize.draining(2) and not resize.draining(1)
