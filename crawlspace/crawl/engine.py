@@ -477,7 +477,8 @@ class CrawlEngine:
         frontier = self.frontier
         holding = frontier.active_hosts + frontier.parked_hosts
         parked = self.robots_gate.parked
-        if len(parked) > holding:  # a host whose URLs went elsewhere (a resize, a per-IP move) waits no more
+        if len(parked) >= holding:  # a host whose URLs went elsewhere (a resize, a per-IP move) waits no more:
+            # counted, it would stand for a host that holds URLs and waits for nothing (and end the crawl)
             self.robots_gate.parked = parked = {host for host in parked if frontier.holds(host)}
         return sum(frontier.front_sizes()) == 0 and 0 < holding == len(parked)
 

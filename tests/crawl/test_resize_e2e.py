@@ -98,7 +98,7 @@ def test_kill_nine_during_the_handover_and_resume_loses_nothing(
             process = start(*resume(out, processes, max_pages))
             if moment == "in the phase":
                 wait_for_phase(out, process, over=False)
-                time.sleep(rng.uniform(0.0, 0.3))
+                time.sleep(rng.uniform(0.0, 0.1))  # the phase lasts a fraction of a second
             elif moment == "just after it":
                 wait_for_phase(out, process, over=True)
                 time.sleep(rng.uniform(0.0, 0.6))
