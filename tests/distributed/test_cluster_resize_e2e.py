@@ -53,7 +53,7 @@ def launch(nodes: Cluster, node: int, *arguments: str) -> None:
 def test_three_nodes_resumed_as_two_fetch_every_page_once(
     web: SimWeb, cluster: Cluster, served: RunningServer, redis_server: RedisServer, tmp_path: Path
 ) -> None:
-    cluster.start_all()
+    cluster.start_all("--min-delay", "0.25")  # slow enough that node 2 still has URLs queued at the stop
     assert wait_for_requests(served, 60)
     os.kill(cluster.processes[0].pid, signal.SIGTERM)  # node 0 stops, and with it the cluster
     cluster.wait()
