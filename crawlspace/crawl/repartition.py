@@ -8,7 +8,9 @@ seeds) into numbered parts. `run` sends them until each is acknowledged, sending
 unacknowledged ones again every `RESEND_INTERVAL`; then removes the leaving hosts from the
 frontier, drops the old assignment's per-IP moves and pins, and records the handover as done in
 one checkpoint; waits at the barrier (`Peers.repartitioned`); tests the URLs that arrived
-unconfirmed (queued for a host moved away per IP) against what the others handed over; and
+unconfirmed (queued for a host moved away per IP, here or by the sender: the owner of the host's
+address may have its own copy, which only its URL set of pinned hosts told apart) against what the
+others handed over; and
 finally sends the old assignment's unacknowledged URL batches again under the new one, through
 the host splitter (their owners' URL sets decide).
 
@@ -119,10 +121,19 @@ class Repartition:
         self._resume.resize_unconfirmed.extend(
             (entry.url, entry.depth, entry.hops) for entry in forwarded if not leaving(host_of(entry.url))
         )
+        unforwarded = self._take_out_unforwarded(leaving)
+        if unforwarded:
+            gone = {url_fingerprint(entry.url) for entry in unforwarded}
+            live = [entry for entry in live if url_fingerprint(entry.url) not in gone]
+            queued = [entry for entry in queued if url_fingerprint(entry.url) not in gone]
+            self._queued -= gone
+            self._checkpoint()  # out of the frontier and unconfirmed in one commit
         # a forward's URL is finished here (its lease ended by the hand-over) but queued nowhere until
         # its holder acknowledges it: it travels, and stays out of the seen entries, like a queued one
         spelled = self._urlset.scheme.function
-        in_frontiers = np.unique(np.fromiter((spelled(entry.url) for entry in [*live, *forwarded]), np.uint64))
+        in_frontiers = np.unique(
+            np.fromiter((spelled(entry.url) for entry in [*live, *forwarded, *unforwarded]), np.uint64)
+        )
         parts: dict[int, list[Part]] = {}
         frontier_parts = self.plan.frontier_parts(
             (entry for entry in queued if leaving(host_of(entry.url))),
@@ -179,6 +190,21 @@ class Repartition:
                 await asyncio.wait_for(self._acknowledged.wait(), timeout=RESEND_INTERVAL)
             except TimeoutError:
                 return
+
+    def _take_out_unforwarded(self, leaving: Callable[[str], bool]) -> list[FrontierEntry]:
+        """The URLs still queued here for hosts this partition moved to the owner of their address and
+        keeps under the new assignment. A link to such a host found here went to that owner's URL set,
+        not this one's, so the owner may hold (or have fetched) its own copy of a URL queued here: the
+        owner's URL set of pinned hosts dropped the second copy when it was forwarded, a dedup the
+        resize ends. They wait out of the frontier, unconfirmed, for what the others hand over."""
+        moved = set(self._router.moved)
+        if not moved:
+            return []
+        finished = self._resume.done
+        taken = self._frontier.take_out(lambda host: host in moved and not leaving(host))
+        live = [entry for entry in taken if url_fingerprint(entry.url) not in finished]
+        self._resume.resize_unconfirmed.extend((entry.url, entry.depth, entry.hops) for entry in live)
+        return live
 
     def _unacknowledged_forwards(self) -> list[FrontierEntry]:
         """URLs of per-IP hand-overs no one acknowledged: they were in no frontier but those batches."""
