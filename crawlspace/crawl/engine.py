@@ -292,8 +292,8 @@ class CrawlEngine:
         phase = Repartition(
             self.resize, plan, peers=self.partition.peers, frontier=self.frontier, urlset=self.urlset,
             links=self.links, url_filter=self.url_filter, robots_gate=self.robots_gate, router=self.router,
-            resume_state=self.resume_state,
-            checkpoint=self.checkpoint,
+            resume_state=self.resume_state, checkpoint=self.checkpoint,
+            history_dir=self.out_dir / "seen" / "resize-history",
         )  # fmt: skip
         phase.begin()
         self.partition.handover, self.partition.handover_acks = phase.receive, phase.acknowledged
@@ -608,6 +608,7 @@ class CrawlEngine:
         if self.peers is not None and not sitemap and self.recorder.content_checked(result):
             fingerprint = result.payload_fingerprint()
             first = await self.peers.claim_first(fingerprint, result.url, result.started)
+        abandoned = False
         try:
             if sitemap:
                 if not decision.retry:
@@ -623,17 +624,24 @@ class CrawlEngine:
                 self.stats.retries += 1
             elif decision.reason:
                 self.stats.errors["gave-up-after-retries"] += 1
+        except asyncio.CancelledError:
+            # abandoned at shutdown while it waited (for the partitions' near-duplicate answers): its
+            # links were never followed, so the lease stays out and the checkpoint hands the URL out
+            # again; released as done, the page's links were lost for good
+            abandoned = True
+            raise
         finally:
             result.release()  # stored and parsed: a spilled body's files go now, not when the task is collected
-            self._release(
-                lease,
-                result.duration,
-                put_back=entry if decision.retry else None,
-                crawl_delay=self.robots_gate.crawl_delay(rules),
-                retry_after=decision.delay,
-                contacted=result.outcome not in (Outcome.DNS_ERROR, Outcome.GUARD_REFUSED),
-                error=_host_failed(result),
-            )
+            if not abandoned:
+                self._release(
+                    lease,
+                    result.duration,
+                    put_back=entry if decision.retry else None,
+                    crawl_delay=self.robots_gate.crawl_delay(rules),
+                    retry_after=decision.delay,
+                    contacted=result.outcome not in (Outcome.DNS_ERROR, Outcome.GUARD_REFUSED),
+                    error=_host_failed(result),
+                )
 
     def _dns_failed(self, lease: Lease, failure: DNSFailure) -> None:
         """A temporary failure puts the URL back until the resolver's backoff has passed; a definitive

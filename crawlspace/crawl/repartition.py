@@ -10,7 +10,9 @@ frontier, drops the old assignment's per-IP moves and pins, and records the hand
 one checkpoint; waits at the barrier (`Peers.repartitioned`); tests the URLs that arrived
 unconfirmed (queued for a host moved away per IP, here or by the sender: the owner of the host's
 address may have its own copy, which only its URL set of pinned hosts told apart) against what the
-others handed over; and
+others handed over (the fingerprints of their seen parts, kept on disk in `seen/resize-history`
+until the phase's last checkpoint, so that a partition killed after acknowledging them still has
+them); and
 finally sends the old assignment's unacknowledged URL batches again under the new one, through
 the host splitter (their owners' URL sets decide).
 
@@ -27,10 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
 from crawlspace.crawl.links import LinkPipeline
 from crawlspace.crawl.resume import ResumeState
@@ -49,10 +52,12 @@ from crawlspace.distributed.resize import (
 from crawlspace.distributed.router import PartitionRouter
 from crawlspace.frontier import Frontier, FrontierEntry
 from crawlspace.seen import UrlSet
+from crawlspace.seen.sortedruns import RunStore
 from crawlspace.urls import host_of, url_fingerprint
 from crawlspace.urls.filter import UrlFilter
 
 RESEND_INTERVAL = 2.0
+HISTORY_MEMTABLE = 1 << 16  # fingerprints the others handed over, held in memory before a sorted run
 
 log = logging.getLogger("crawlspace")
 
@@ -72,6 +77,7 @@ class Repartition:
         router: PartitionRouter,
         resume_state: ResumeState,
         checkpoint: Callable[[], None],
+        history_dir: Path,
     ) -> None:
         self.resize = resize
         self.plan = plan
@@ -86,7 +92,8 @@ class Repartition:
         self._resume = resume_state
         self._checkpoint = checkpoint
         self._queued: set[int] = set()  # url_fingerprint of every URL this partition keeps queued
-        self._history: list[npt.NDArray[np.uint64]] = []  # fingerprints the others handed over
+        self._history_dir = history_dir  # the fingerprints the others handed over (URL-set spelling)
+        self._history: RunStore | None = None
         self._pinned_before: set[str] = set()  # hosts this partition held for per-IP politeness
         self._acknowledged = asyncio.Event()
         self.stats: dict[str, int] = {"parts": 0, "parts_sent": 0, "parts_received": 0, "urls_in": 0, "urls_out": 0}
@@ -104,7 +111,11 @@ class Repartition:
 
     def begin(self) -> None:
         epoch = self.resize.epoch
-        if self._resume.resize_started != epoch:
+        new_phase = self._resume.resize_started != epoch
+        # on disk, as durable as the parts it came from: a partition killed after it acknowledged a
+        # seen part (even after its handover) still tests its unconfirmed URLs against it
+        self._history = RunStore(self._history_dir, memtable_limit=HISTORY_MEMTABLE, reset=new_phase)
+        if new_phase:
             self._resume.resize_started = epoch
             self._checkpoint()
         self._pinned_before = set(self._router.pinned)
@@ -131,8 +142,12 @@ class Repartition:
         # a forward's URL is finished here (its lease ended by the hand-over) but queued nowhere until
         # its holder acknowledges it: it travels, and stays out of the seen entries, like a queued one
         spelled = self._urlset.scheme.function
+        # and so do the URLs waiting unconfirmed (a repeated phase finds the ones it took out earlier
+        # only there): their fingerprints, sent as seen, would come back from a member repeating its
+        # own phase and drop them for good
+        waiting = [url for url, _, _ in self._resume.resize_unconfirmed]
         in_frontiers = np.unique(
-            np.fromiter((spelled(entry.url) for entry in [*live, *forwarded, *unforwarded]), np.uint64)
+            np.fromiter((spelled(url) for url in [*(entry.url for entry in [*live, *forwarded]), *waiting]), np.uint64)
         )
         parts: dict[int, list[Part]] = {}
         frontier_parts = self.plan.frontier_parts(
@@ -175,12 +190,21 @@ class Repartition:
             self._resume.resize_handed = self.resize.epoch
             self._checkpoint()  # the commit point of this partition's handover
         if not await self.peers.repartitioned():
+            assert self._history is not None
+            self._history.close()  # kept for the phase's repeat
             return False
         self._confirm()
-        self._queued, self._history = set(), []
+        self._queued = set()
         self._resend_batches()
         self._checkpoint()
+        self._drop_history()
         return True
+
+    def _drop_history(self) -> None:
+        if self._history is not None:
+            self._history.close(checkpoint=False)
+            self._history = None
+        shutil.rmtree(self._history_dir, ignore_errors=True)
 
     async def _acknowledgements(self) -> None:
         """Until every part is acknowledged, or none was for RESEND_INTERVAL (then send again)."""
@@ -217,11 +241,12 @@ class Repartition:
         rows, self._resume.resize_unconfirmed = self._resume.resize_unconfirmed, []
         if not rows:
             return
+        assert self._history is not None
         spelled = self._urlset.scheme.function
-        history = np.unique(np.concatenate(self._history)) if self._history else np.empty(0, np.uint64)
         entries = [FrontierEntry(url, depth, hops) for url, depth, hops in rows]
         fingerprints = np.fromiter((spelled(entry.url) for entry in entries), np.uint64, len(entries))
-        seen_elsewhere = np.isin(fingerprints, history)
+        distinct, inverse = np.unique(fingerprints, return_inverse=True)
+        seen_elsewhere = self._history.contains(distinct)[inverse]  # answers in sorted order: back to the rows'
         seen_here = self._urlset.contains(fingerprints)
         confirmed = [
             entry
@@ -246,7 +271,8 @@ class Repartition:
         self.stats["parts_received"] += 1
         if isinstance(part, SeenPart):
             fingerprints = part.array()
-            self._history.append(fingerprints)
+            assert self._history is not None
+            self._history.test_and_set(np.unique(fingerprints))
             self.stats["fingerprints_in"] += self._urlset.insert(fingerprints)
         elif isinstance(part, FrontierPart):
             self._links.sitemaps |= set(part.sitemaps)
@@ -256,6 +282,8 @@ class Repartition:
             self._url_filter.merge(part.seeds, part.hosts)
             self._robots_gate.parked.update(part.robots_waiting)
         try:
+            if isinstance(part, SeenPart) and self._history is not None:
+                self._history.checkpoint()  # before the commit: never a part acknowledged without it
             self._checkpoint()
         except Exception as exc:  # not durable: not acknowledged; the sender sends it again
             log.warning("handover part %d from partition %d not taken in: %s", number, sender, exc)

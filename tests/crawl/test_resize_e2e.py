@@ -83,6 +83,29 @@ def wait_for_phase(out: Path, process: subprocess.Popen[str], *, over: bool, tim
         time.sleep(0.005)
 
 
+def kill_group(process: subprocess.Popen[str], timeout: float = 30.0) -> None:
+    """SIGKILL the crawl and its workers, and wait until every one of them is gone: a worker still
+    dying holds the crawl directory's lock, and the resume that follows would be refused."""
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    deadline = time.monotonic() + timeout
+    while living_members(process.pid):
+        assert time.monotonic() < deadline, f"processes of group {process.pid} outlived SIGKILL for {timeout} s"
+        time.sleep(0.01)
+
+
+def living_members(group: int) -> list[int]:
+    """Processes of a process group that have not exited (a zombie has closed its files: not counted)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if fields[0] != "Z" and int(fields[2]) == group:
+                    members.append(int(entry.name))
+    return members
+
+
 @pytest.mark.slow
 def test_kill_nine_during_the_handover_and_resume_loses_nothing(
     web: SimWeb, served: RunningServer, tmp_path: Path
@@ -107,8 +130,7 @@ def test_kill_nine_during_the_handover_and_resume_loses_nothing(
             if process.poll() is not None:
                 assert process.returncode == 0, process.communicate()[1]
                 break
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            kill_group(process)
             kills += 1
             in_phase += json.loads((out / "partitions.json").read_text())["resizing_from"] is not None
         finish(start(*resume(out, processes, max_pages)))
