@@ -385,11 +385,10 @@ class Crawler:
             self.partitioning = partitioning.plan(recorded, self.config.processes or 1)
         except partitioning.PartitioningError as exc:
             raise CrawlError(str(exc)) from None
-        if self.partitioning.resizing_from is not None:  # docs/architecture.md, Resizing: the known defect
-            logging.getLogger("crawlspace").warning(
-                "resizing this crawl from %d to %d processes; do not stop or kill it during the hand-over "
-                "(a kill -9 in it is not yet safe: keep a copy of %s first)",
-                self.partitioning.resizing_from, self.partitioning.partitions, self.out,
+        if self.partitioning.resizing_from is not None:  # docs/architecture.md, Resizing
+            logging.getLogger("crawlspace").info(
+                "resizing this crawl from %d to %d processes: hosts are handed over before the first fetch",
+                self.partitioning.resizing_from, self.partitioning.partitions,
             )  # fmt: skip
         self.progress = progress
         self._telemetry = [display_sink(progress), *telemetry]

@@ -186,6 +186,8 @@ class CrawlEngine:
             self._stopping = True
             self.stats.termination = self.stats.termination or reason
             self._changed.set()
+            if self.peers is not None:
+                self.peers.stop_asking()  # pages in flight are decided here, not after the shutdown grace
 
     def _on_signal(self) -> None:
         """First SIGINT/SIGTERM: stop gracefully (finish in-flight fetches, checkpoint). Second: exit

@@ -117,6 +117,12 @@ class Peers(Protocol):
         """`url`, named first for this body, has been recorded: its page stored or not."""
         ...
 
+    def stop_asking(self) -> None:
+        """The crawl stops: open questions end unanswered now and no other partition is asked again.
+        A page in flight is then decided locally instead of waiting for owners that may have stopped,
+        past the shutdown grace (its task was cancelled: a page lost, or fetched again)."""
+        ...
+
     async def close(self, termination: str = "") -> None:
         """Say how this partition ended (one that stops by itself stops the crawl), then disconnect."""
         ...

@@ -144,6 +144,7 @@ class RedisPeers:
         self._unacked: dict[tuple[int, int], _Unacked] = {}
         self._queries: dict[int, tuple[int, asyncio.Future[Answer | None]]] = {}
         self._near_queries: dict[int, asyncio.Future[NearMatch | None]] = {}
+        self._asking = True  # False once the crawl stops (stop_asking)
         self._unresponsive: dict[int, float] = {}  # owner -> until when its questions are answered None
         self._numbers = itertools.count(1)
         self._tasks: list[asyncio.Task[None]] = []
@@ -350,7 +351,9 @@ class RedisPeers:
     async def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer | None:
         assert self._claims is not None, "claim_first before start"
         owner = content_owner(body_fingerprint, self.partitions)
-        if owner != self.index and (not self.connected or self._unresponsive.get(owner, 0.0) > time.monotonic()):
+        if not self._asking or (
+            owner != self.index and (not self.connected or self._unresponsive.get(owner, 0.0) > time.monotonic())
+        ):
             return None
         number = next(self._numbers)
         if owner == self.index:
@@ -379,6 +382,14 @@ class RedisPeers:
         else:
             self._queue(owner, wire.ContentSettle(body_fingerprint, url, stored))
 
+    def stop_asking(self) -> None:
+        self._asking = False
+        for _, future in self._queries.values():
+            if not future.done():
+                future.set_result(None)
+        for near in self._near_queries.values():
+            near.cancel()  # unanswered, not "nothing similar"
+
     def _settled(self, fingerprint: int, url: str, stored: bool) -> None:
         assert self._claims is not None
         for asker, number, first in self._claims.settle(fingerprint, url, stored=stored):
@@ -402,7 +413,8 @@ class RedisPeers:
         waiting: dict[int, tuple[int, asyncio.Future[NearMatch | None]]] = {}
         now = time.monotonic()
         for owner, question in questions.items():
-            if owner == self.index or not self.connected or self._unresponsive.get(owner, 0.0) > now:
+            reachable = self.connected and self._asking and self._unresponsive.get(owner, 0.0) <= now
+            if owner == self.index or not reachable:
                 continue
             number = next(self._numbers)
             future: asyncio.Future[NearMatch | None] = loop.create_future()
@@ -423,7 +435,7 @@ class RedisPeers:
         finally:
             for number, _ in waiting.values():
                 self._near_queries.pop(number, None)
-        for owner in silent:
+        for owner in silent if self._asking else ():  # not silent: this node stopped asking
             self.errors["transport:near-timeout"] += 1
             self._unresponsive[owner] = time.monotonic() + UNRESPONSIVE_FOR
         return {**answers, **heard}

@@ -77,6 +77,7 @@ class SocketMesh:
         self._claims: ContentClaims | None = None
         self.malformed_handovers = 0
         self._repartitioned: asyncio.Future[bool] | None = None
+        self._asking = True  # False once the crawl stops (stop_asking)
 
     def __repr__(self) -> str:
         return (
@@ -166,7 +167,7 @@ class SocketMesh:
     async def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer | None:
         assert self._claims is not None, "claim_first before start"
         owner = content_owner(body_fingerprint, self.partitions)
-        if owner in self._gone:
+        if owner in self._gone or not self._asking:
             return None
         number = next(self._numbers)
         if owner == self.index:
@@ -191,6 +192,14 @@ class SocketMesh:
         else:
             self._send(owner, ["cs", body_fingerprint, url, stored])
 
+    def stop_asking(self) -> None:
+        self._asking = False
+        for _, future in self._queries.values():
+            if not future.done():
+                future.set_result(None)
+        for _, near in self._near_queries.values():
+            near.cancel()  # unanswered, not "nothing similar"
+
     def _settled(self, fingerprint: int, url: str, stored: bool) -> None:
         assert self._claims is not None
         for asker, number, first in self._claims.settle(fingerprint, url, stored=stored):
@@ -211,7 +220,7 @@ class SocketMesh:
         waiting: dict[int, tuple[int, asyncio.Future[NearMatch | None]]] = {}
         loop = asyncio.get_running_loop()
         for owner, question in questions.items():
-            if owner == self.index or owner in self._gone:
+            if owner == self.index or owner in self._gone or not self._asking:
                 continue
             number = next(self._numbers)
             future: asyncio.Future[NearMatch | None] = loop.create_future()

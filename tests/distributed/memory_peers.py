@@ -170,5 +170,8 @@ class MemoryMesh:
         assert owner.claims is not None
         owner.claims.settle(body_fingerprint, url, stored=stored)
 
+    def stop_asking(self) -> None:
+        """Nothing to end: the fake answers every question at once."""
+
     async def close(self, termination: str = "") -> None:
         self.inbox = None

@@ -108,7 +108,9 @@ def test_two_nodes_grown_to_three_fetch_every_page_once(
     stats = [cluster.stats(node) for node in range(3)]
     assert [s["termination"] for s in stats] == ["frontier-empty"] * 3
     resize = stats[2]["resize"]
-    assert isinstance(resize, dict) and resize["urls_in"] > 0 and int(stats[2]["pages_fetched"]) > 0  # type: ignore[call-overload]
+    assert isinstance(resize, dict) and resize["urls_in"] > 0  # the new node took hosts: it fetched their pages,
+    # or handed them to the owners of their addresses (per-IP politeness; which it is depends on the addresses)
+    assert int(stats[2]["pages_fetched"]) + int(stats[2]["handed_over"]) > 0  # type: ignore[call-overload]
     for node in range(3):
         saved = json.loads((cluster.directory(node) / "cluster.json").read_text())
         assert (saved["nodes"], saved["epoch"], saved["resizing_from"]) == (3, 1, None)

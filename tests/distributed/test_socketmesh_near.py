@@ -5,6 +5,7 @@ counts it and takes the page as new there) after at most the timeout; a malforme
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import time
 from pathlib import Path
@@ -131,3 +132,35 @@ def test_a_malformed_question_is_dropped_and_the_owner_keeps_answering(tmp_path:
     answer, answered = asyncio.run(run())
     assert answer == ["na", 4, None]  # the malformed ones went unanswered, the listener lived on
     assert answered == ["http://a.test/"]
+
+
+def test_stop_asking_ends_the_open_questions_at_once_and_asks_no_more(tmp_path: Path) -> None:
+    """At a crawl's stop a page in flight must not wait out the timeout for owners that may have
+    stopped: past the shutdown grace its task is cancelled."""
+
+    async def run() -> tuple[dict[int, NearMatch | None], float, dict[int, NearMatch | None], int]:
+        ends, control = socket.socketpair(), socket.socketpair()
+        mesh = SocketMesh(0, 2, {1: ends[0]}, control[0], query_timeout=30.0)
+        await started(mesh, control[1], NearOwner(tmp_path / "0"))
+        silent = await Channel.over(ends[1])  # partition 1 reads its questions and never answers
+        began = time.monotonic()
+        asking = asyncio.create_task(mesh.ask_near(questions("http://a.test/original", ORIGINAL)))
+        await silent.receive()  # the question is out
+        mesh.stop_asking()
+        open_answers = await asking
+        waited = time.monotonic() - began
+        again = questions("http://a.test/again", ORIGINAL)
+        assert 1 in again  # the same band keys: partition 1 would be asked
+        later = await mesh.ask_near(again)
+        asked_later = 0
+        with contextlib.suppress(TimeoutError):
+            while True:
+                await asyncio.wait_for(silent.receive(), timeout=0.2)
+                asked_later += 1
+        silent.close()
+        await mesh.close()
+        return open_answers, waited, later, asked_later
+
+    open_answers, waited, later, asked_later = asyncio.run(run())
+    assert 1 not in open_answers and waited < 5.0  # unanswered, well before the 30 s timeout
+    assert 1 not in later and asked_later == 0
