@@ -140,11 +140,10 @@ class Repartition:
             self._queued -= gone
             self._checkpoint()  # out of the frontier and unconfirmed in one commit
         # a forward's URL is finished here (its lease ended by the hand-over) but queued nowhere until
-        # its holder acknowledges it: it travels, and stays out of the seen entries, like a queued one
+        # its holder acknowledges it: it travels, and stays out of the seen entries, like a queued one;
+        # so do the URLs waiting unconfirmed (a repeated phase finds those it took out earlier only
+        # there): sent as seen, they would come back from a member repeating its own phase and be dropped
         spelled = self._urlset.scheme.function
-        # and so do the URLs waiting unconfirmed (a repeated phase finds the ones it took out earlier
-        # only there): their fingerprints, sent as seen, would come back from a member repeating its
-        # own phase and drop them for good
         waiting = [url for url, _, _ in self._resume.resize_unconfirmed]
         in_frontiers = np.unique(
             np.fromiter((spelled(url) for url in [*(entry.url for entry in [*live, *forwarded]), *waiting]), np.uint64)
