@@ -22,18 +22,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench.distributed.bench import crawl_command  # noqa: E402
+from bench import crawl_command  # noqa: E402  (bench/distributed/bench.py: the same crawl command)
 from crawlspace.simweb import SimWeb, SimWebConfig, serve_in_background  # noqa: E402
 from tests.distributed.redis_server import RedisServer  # noqa: E402
 
-# (label, substring of a frame "function (file:line)"), innermost match wins; first entry that matches wins
+# (label, substring of a py-spy frame "function (package/file.py:line)"): the innermost frame that matches
+# one decides, the first entry matching it names the stage
 STAGES = [
-    ("transport: redis-py client", "/redis/"),
+    ("transport: redis-py client", "(redis/"),
     ("transport: crawlspace.distributed", "crawlspace/distributed/"),
     ("content/near-duplicate check", "crawlspace/seen/"),
     ("storage (WARC, crawl table)", "crawlspace/store/"),
-    ("fetch (aiohttp, DNS)", "aiohttp/"),
+    ("fetch (aiohttp, DNS)", "(aiohttp/"),
     ("fetch (aiohttp, DNS)", "crawlspace/fetch/"),
     ("fetch (aiohttp, DNS)", "crawlspace/dns/"),
     ("parse", "crawlspace/parse/"),
@@ -42,7 +44,7 @@ STAGES = [
     ("robots.txt", "crawlspace/robots/"),
     ("engine, links, journal", "crawlspace/crawl/"),
     ("start-up (imports)", "<frozen importlib"),
-    ("asyncio / uvloop event loop", "asyncio/"),
+    ("asyncio / uvloop event loop", "(asyncio/"),
     ("asyncio / uvloop event loop", "uvloop"),
 ]
 
