@@ -82,6 +82,7 @@ class CrawlState(msgspec.Struct, kw_only=True):
     resize_started: int = 0  # the last resize (its epoch) whose handover phase this partition began
     resize_handed: int = 0  # ... and the last one whose handover it finished (its hosts removed)
     resize_unconfirmed: list[tuple[str, int, int]] = []  # URLs handed over that wait for a URL-seen test
+    resize_pinned: list[str] = []  # hosts held for per-IP politeness when the resize's phase began
 
     def encode(self) -> bytes:
         return msgspec.msgpack.encode(self)

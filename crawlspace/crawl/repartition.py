@@ -118,7 +118,9 @@ class Repartition:
         if new_phase:
             self._resume.resize_started = epoch
             self._checkpoint()
-        self._pinned_before = set(self._router.pinned)
+        if not self.handed:  # the handover resets the pins: a repeat after it finds them checkpointed
+            self._resume.resize_pinned = sorted(self._router.pinned)
+        self._pinned_before = set(self._resume.resize_pinned)
         finished = self._resume.done
         queued = list(self._frontier.queued_entries())
         # a queued copy of a URL finished since the checkpoint (fetched, or handed to the owner of its
@@ -238,6 +240,7 @@ class Repartition:
         now that every part is in: dropped if queued here, seen elsewhere (the fingerprints others
         handed over), or seen here while this partition held the host."""
         rows, self._resume.resize_unconfirmed = self._resume.resize_unconfirmed, []
+        self._resume.resize_pinned = []
         if not rows:
             return
         assert self._history is not None

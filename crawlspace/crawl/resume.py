@@ -45,6 +45,7 @@ class ResumeState:
         self.resize_started = 0  # epochs of the last resize whose phase began / ended here (repartition.py)
         self.resize_handed = 0
         self.resize_unconfirmed: list[tuple[str, int, int]] = []
+        self.resize_pinned: list[str] = []
 
     def __repr__(self) -> str:
         return f"ResumeState({len(self.done)} done since the checkpoint, {len(self.attempts)} retries pending)"
@@ -68,6 +69,7 @@ class ResumeState:
             resize_started=self.resize_started,
             resize_handed=self.resize_handed,
             resize_unconfirmed=list(self.resize_unconfirmed),
+            resize_pinned=list(self.resize_pinned),
         )
 
     def restore(self, state: CrawlState, ledger: Ledger) -> dict[str, Any]:
@@ -78,6 +80,7 @@ class ResumeState:
         self.attempts = dict(state.attempts)
         self.resize_started, self.resize_handed = state.resize_started, state.resize_handed
         self.resize_unconfirmed = [(str(url), int(depth), int(hops)) for url, depth, hops in state.resize_unconfirmed]
+        self.resize_pinned = [str(host) for host in state.resize_pinned]
         self.links.sitemaps = set(state.sitemaps)
         self.links.sitemap_files = Counter(state.sitemap_files)
         self.robots_gate.parked = set(state.robots_waiting)
