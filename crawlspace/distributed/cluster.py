@@ -11,7 +11,9 @@
   SET NX PX and renewed (any node; another takes over within `LEADER_TTL` when it dies), increments
   `Keys.round`; every node answers each round (distributed.redisstreams) with (idle, sent, received);
   two consecutive complete settled rounds with the same answers end the crawl: the leader sets
-  `Keys.stop`, which every node polls.
+  `Keys.stop`, which every node polls. A node that ended its run cleanly leaves its last answer
+  (`Keys.ended`), which stands in for it while it is not running: a node resumed alone after the
+  others ended the crawl ends too, unless it sends them URLs (then it waits for them).
 - **Resizing.** A crawl resumed with `--nodes M` on every node of a crawl of N re-partitions as a
   local crawl does (distributed.resize, crawl/repartition.py): the first node to join says so in
   `Keys.meta` (`nodes` M, the resize's `epoch`, `resizing_from` N), so that the others, and a node
@@ -65,6 +67,7 @@ LEADER_TTL = 3.0
 TICK = 0.25  # how often a round may end
 RENEW_EVERY = 1.0  # how often the lock and the leadership are renewed (or the leadership sought)
 ROUND_INTERVAL = 0.5  # a leader's round: answers are read this long after the round began
+ABSENT_REPORTED_AFTER = 10.0  # seconds the crawl waits for a node that is not running before the leader says so
 
 NODE_LOCAL = frozenset(
     {
@@ -233,6 +236,7 @@ async def join(
             f"node {spec.node} of crawl {spec.crawl_id!r} has run before: continue it with --resume DIR "
             "(its crawl directory), or start a new crawl with another --crawl-id"
         )
+    await connection.hdel(keys.ended, str(spec.node))  # it runs: its last answer no longer stands in for it
     previous = await connection.getdel(keys.stop)  # a new run of the cluster begins
     stop_reason = None
     if previous is not None:
@@ -301,6 +305,7 @@ class ClusterControl:
         self._task: asyncio.Task[None] | None = None
         self.leading = False
         self.rounds = 0
+        self._absent: tuple[tuple[int, ...], float, bool] = ((), 0.0, False)  # not running: since when, said
 
     async def acquire(self, wait: float = LOCK_TTL + 2.0) -> None:
         """This node's lock, waiting up to `wait` seconds for a dead process's lock to expire."""
@@ -356,6 +361,8 @@ class ClusterControl:
                     continue
                 if round_number:
                     answers = await self._answers(round_number)
+                    if len(answers) < self._nodes:
+                        answers.update(await self._stand_ins(set(range(self._nodes)) - set(answers)))
                     if len(answers) == self._nodes:
                         if crawl_over(previous, answers, self._nodes):
                             log.info("node %d: every node idle, nothing in flight: the crawl is over", self._node)
@@ -371,6 +378,40 @@ class ClusterControl:
             except redis.exceptions.ResponseError as exc:
                 raise_if_cancelled()
                 log.debug("cluster control: %s", exc)
+
+    async def _stand_ins(self, missing: set[int]) -> dict[int, ProbeAnswer]:
+        """The last answers of the silent nodes that are not running (no lock) and ended their last run
+        cleanly (`Keys.ended`): frozen until they run again, and a batch sent to one keeps its sender
+        busy (unacknowledged), so they count as answers. A node resumed alone after the others ended
+        the crawl ends too; a node that is not running and left no answer (killed) keeps the crawl
+        waiting, and the leader says so once."""
+        nodes = sorted(missing)
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.hmget(self._keys.ended, [str(node) for node in nodes])
+        pipe.mget([self._keys.lock(node) for node in nodes])
+        ended, locks = await pipe.execute()
+        stand_ins: dict[int, ProbeAnswer] = {}
+        for node, value, lock in zip(nodes, ended, locks, strict=True):
+            if value is None or lock is not None:
+                continue
+            try:
+                reply = wire.decode_one(value, wire.ProbeReply)
+            except wire.WireError as exc:
+                log.warning("node %d's last answer is unreadable (%s): the crawl waits for it", node, exc)
+                continue
+            if reply.node == node:
+                stand_ins[node] = ProbeAnswer(reply.idle, reply.sent, reply.received)
+        absent = tuple(node for node, lock in zip(nodes, locks, strict=True) if node not in stand_ins and lock is None)
+        if absent != self._absent[0]:
+            self._absent = (absent, time.monotonic(), False)
+        elif absent and not self._absent[2] and time.monotonic() - self._absent[1] >= ABSENT_REPORTED_AFTER:
+            self._absent = (absent, self._absent[1], True)
+            log.warning(
+                "node %d: the crawl waits for node%s %s, not running (start or resume %s: crawlspace crawl "
+                "--resume DIR --cluster URL)", self._node, "s" if len(absent) > 1 else "", ", ".join(map(str, absent)),
+                "them" if len(absent) > 1 else "it",
+            )  # fmt: skip
+        return stand_ins
 
     async def _hold_lock(self) -> bool:
         """Renew this node's lock; one that expired while Redis was away is taken again, unless another

@@ -125,6 +125,12 @@ class Keys:
         return f"{self.prefix}handed:{epoch}"
 
     @property
+    def ended(self) -> str:
+        """Hash: node -> its last answer (a wire.ProbeReply of round 0) when it ended a run cleanly; gone
+        once it runs again. The leader lets it stand in for a node that is not running (ClusterControl)."""
+        return self.prefix + "ended"
+
+    @property
     def stop(self) -> str:
         """Set (a wire.Stop) when the crawl stops: every node polls it."""
         return self.prefix + "stop"

@@ -223,9 +223,24 @@ class RedisPeers:
         for task in [*self._tasks, *([self._reconnecting] if self._reconnecting else [])]:
             task.cancel()
         await asyncio.wait(self._tasks, timeout=5.0)
+        if termination and self.connected and not self.draining:
+            await self._say_ended()
         for _, future in self._queries.values():
             if not future.done():
                 future.set_result(None)
+
+    async def _say_ended(self) -> None:
+        """This node's last answer, for the rounds run while it is not running (ClusterControl): after
+        its run's last checkpoint, with nothing read or sent since (the tasks have ended), so that a
+        node resumed alone after the others ended can end too, and one left with work keeps the
+        crawl waiting for it. `join` removes it when the node runs again."""
+        final = wire.ProbeReply(0, self.index, self.idle, self.sent, self.received)
+        try:
+            await self._redis.hset(self._keys.ended, str(self.index), wire.encode([final]))
+        except REDIS_ERRORS:
+            raise_if_cancelled()
+            log.warning("node %d could not leave its last answer: the crawl waits for it until it runs again",
+                        self.index)  # fmt: skip
 
     # -- the link ------------------------------------------------------------------------------
 

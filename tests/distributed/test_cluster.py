@@ -139,6 +139,82 @@ def test_the_leader_ends_the_crawl_only_when_every_node_is_idle_and_nothing_move
     asyncio.run(run())
 
 
+def test_a_node_resumed_alone_after_the_crawl_ended_ends_too_unless_it_sends_to_a_node_not_running(
+    redis_server: RedisServer,
+) -> None:
+    """The others ended cleanly: their last answers stand in for them while they are not running. A batch
+    for one of them keeps the resumed node busy (unacknowledged) until it runs; a node that left no last
+    answer (killed), or that runs again, is never stood in for."""
+    config = CrawlConfig()
+
+    async def started(node: int, inbox: FakeInbox) -> tuple[RedisPeers, ClusterControl]:
+        peers = RedisPeers(redis.asyncio.Redis.from_url(redis_server.url), spec(redis_server, node).keys, node, 3)
+        control = ClusterControl(redis.asyncio.Redis.from_url(redis_server.url), spec(redis_server, node),
+                                 round_interval=0.2)  # fmt: skip
+        await peers.start(inbox)
+        await control.acquire()
+        control.start()
+        return peers, control
+
+    async def stopped(peers: RedisPeers, control: ClusterControl, termination: str) -> None:
+        await peers.close(termination)
+        await control.close()
+
+    async def run() -> None:
+        connection = redis.asyncio.Redis.from_url(redis_server.url)
+        keys = spec(redis_server, 0).keys
+        for node in range(3):
+            await join(connection, spec(redis_server, node), config, SEEDS if node == 0 else [], resume=False)
+        inboxes = [FakeInbox() for _ in range(3)]
+        nodes = [await started(node, inboxes[node]) for node in range(3)]
+        for peers, _ in nodes:
+            peers.idle = True
+        await until(lambda: all(inbox.stops == ["frontier-empty"] for inbox in inboxes))
+        for peers, control in nodes:
+            await stopped(peers, control, "frontier-empty")
+        assert set(await connection.hgetall(keys.ended)) == {b"0", b"1", b"2"}
+
+        # node 0 alone, idle: the others' last answers complete the rounds, and the crawl ends again
+        await join(connection, spec(redis_server, 0), config, [], resume=True)
+        assert await connection.hexists(keys.ended, "0") == 0  # it runs: its own answer is gone
+        alone = FakeInbox()
+        peers, control = await started(0, alone)
+        peers.idle = True
+        await until(lambda: alone.stops == ["frontier-empty"])
+        await stopped(peers, control, "frontier-empty")
+
+        # node 0 alone, with a batch for node 2, which is not running: it waits for node 2
+        await join(connection, spec(redis_server, 0), config, [], resume=True)
+        waiting = FakeInbox()
+        peers, control = await started(0, waiting)
+        peers.transmit([batch(2, 1, "http://b.test/x")])
+        peers.idle = False  # an unacknowledged batch: not idle (the engine's rule)
+        await until(lambda: control.rounds >= 6)
+        assert waiting.stops == []
+        node2_inbox = FakeInbox()
+        await join(connection, spec(redis_server, 2), config, [], resume=True)
+        node2 = await started(2, node2_inbox)  # node 2 runs again: it takes the batch
+        await until(lambda: waiting.acknowledged == [(2, 1)])
+        assert node2_inbox.batches == [(["http://b.test/x"], False)]
+        peers.idle = node2[0].idle = True
+        await until(lambda: waiting.stops == ["frontier-empty"] and node2_inbox.stops == ["frontier-empty"])
+        await stopped(peers, control, "frontier-empty")
+        await stopped(*node2, "")  # as if killed: no last answer left
+
+        # node 2 left no answer: node 0 alone waits for it
+        await join(connection, spec(redis_server, 0), config, [], resume=True)
+        assert await connection.hexists(keys.ended, "2") == 0
+        last = FakeInbox()
+        peers, control = await started(0, last)
+        peers.idle = True
+        await until(lambda: control.rounds >= 6)
+        assert last.stops == []
+        await stopped(peers, control, "frontier-empty")
+        await connection.aclose()
+
+    asyncio.run(run())
+
+
 def test_the_password_is_redacted() -> None:
     assert redact("redis://:hunter2@db.example:6380/2") == "redis://:***@db.example:6380/2"
     assert redact("rediss://crawler:hunter2@10.0.0.1/0?ssl_ca_certs=/x") == "rediss://crawler:***@10.0.0.1/0"

@@ -200,6 +200,12 @@ def test_three_nodes_fetch_what_one_process_fetches_once_each_and_politely(
     table = run_cli("status", "--cluster", redis_server.url)
     assert table.returncode == 0 and "3 of 3 nodes reporting" in table.stdout
 
+    cluster.start(1, resume=True)  # alone, after the crawl ended: the others' last answers stand in for them
+    cluster.wait(timeout=60)
+    again = cluster.stats(1)
+    assert again["termination"] == "frontier-empty" and again["runs"] == 2
+    assert again["pages_fetched"] == stats[1]["pages_fetched"]
+
 
 def test_nodes_killed_at_random_moments_resume_and_lose_nothing(
     web: SimWeb, cluster: Cluster, served: RunningServer
@@ -216,9 +222,9 @@ def test_nodes_killed_at_random_moments_resume_and_lose_nothing(
         time.sleep(random.uniform(0.0, 2.0))
         ended = all(process.poll() is not None for node, process in cluster.processes.items() if node != victim)
         cluster.start(victim, resume=True)  # its lock expires, then it takes its place again
-        if ended:  # the crawl ended before the kill took effect: one node alone would wait for the others
-            for node in range(NODES):  # (the others never answer: docs/architecture.md, "keeps the crawl waiting")
-                if node != victim:
+        if ended:  # the crawl ended before the kill took effect: the victim resumed alone may fetch again
+            for node in range(NODES):  # the pages it had in flight and send their links to nodes not running
+                if node != victim:  # (then it waits for them: docs/architecture.md, "Termination")
                     cluster.start(node, resume=True)
         threshold = len(served.read_log()) + random.randint(20, 60)
     assert kills, "the crawl ended before a node could be killed"
