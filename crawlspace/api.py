@@ -108,17 +108,12 @@ def _cluster_processes(config: CrawlConfig) -> CrawlConfig:
     return config.replace(processes=1)
 
 
-def _refuse_drained(out: Path | str, saved: dict[str, Any]) -> None:
-    if saved["node"] >= saved["nodes"] and saved["resizing_from"] is None:
-        raise CrawlError(
-            f"{out} was node {saved['node']}, which left the crawl when it was resized to {saved['nodes']} nodes "
-            "(it handed its hosts over): nothing to resume; its pages stay readable there"
-        )
-
-
-def _resume_cluster(out: Path, cluster: ClusterSpec, *, nodes: int | None = None) -> ClusterSpec:
-    """The node a crawl directory is: its index and crawl id from DIR/cluster.json, checked against `cluster`;
-    resized when `nodes` (default: `cluster.nodes`) differs from the crawl's."""
+def _resume_cluster(
+    out: Path, url: str, *, node: int | None = None, nodes: int | None = None, crawl_id: str | None = None
+) -> ClusterSpec:
+    """The node a crawl directory is: its index, crawl id and resize from DIR/cluster.json (arguments given
+    must agree with it); resized when `nodes` differs from the crawl's number. CrawlError with a one-line
+    reason."""
     from crawlspace.crawl.node import saved_cluster
     from crawlspace.distributed.cluster import ClusterSpec
     from crawlspace.distributed.redislink import ClusterError
@@ -129,14 +124,20 @@ def _resume_cluster(out: Path, cluster: ClusterSpec, *, nodes: int | None = None
         raise CrawlError(str(exc)) from None
     if saved is None:
         raise CrawlError(f"{out} is not a cluster node's directory (no cluster.json): resume it without --cluster")
-    if cluster.node not in (-1, saved["node"]):
-        raise CrawlError(f"{out} is node {saved['node']} of its crawl, not node {cluster.node}")
-    _refuse_drained(out, saved)
+    if crawl_id is not None and crawl_id != saved["crawl_id"]:
+        raise CrawlError(f"{out} is a node of crawl {saved['crawl_id']!r}, not {crawl_id!r}")
+    if node is not None and node != saved["node"]:
+        raise CrawlError(f"{out} is node {saved['node']} of its crawl, not node {node}")
+    if saved["node"] >= saved["nodes"] and saved["resizing_from"] is None:
+        raise CrawlError(
+            f"{out} was node {saved['node']}, which left the crawl when it was resized to {saved['nodes']} nodes "
+            "(it handed its hosts over): nothing to resume; its pages stay readable there"
+        )
     try:  # another number of nodes resizes the crawl (distributed.cluster)
         spec = ClusterSpec(
-            cluster.url, saved["node"], saved["nodes"], saved["crawl_id"], saved["epoch"], saved["resizing_from"]
+            url, saved["node"], saved["nodes"], saved["crawl_id"], saved["epoch"], saved["resizing_from"]
         )
-        return spec.resized_to(nodes or cluster.nodes)
+        return spec.resized_to(nodes or saved["nodes"])
     except ClusterError as exc:
         raise CrawlError(f"{out} (node {saved['node']}): {exc}") from None
 
@@ -145,25 +146,14 @@ def cluster_node(url: str, *, node: int | None = None, nodes: int | None = None,
                  resume_dir: str | Path | None = None) -> ClusterSpec:  # fmt: skip
     """The node to run: from the arguments for a new one, from its directory (DIR/cluster.json) for a
     resumed one (arguments given must agree with it). CrawlError with a one-line reason."""
-    from crawlspace.crawl.node import saved_cluster
     from crawlspace.distributed.cluster import ClusterSpec
     from crawlspace.distributed.redislink import ClusterError
 
+    if resume_dir is not None:
+        return _resume_cluster(Path(resume_dir), url, node=node, nodes=nodes, crawl_id=crawl_id)
+    if node is None or nodes is None:
+        raise CrawlError("a new cluster node needs --node K and --nodes N")
     try:
-        if resume_dir is not None:
-            saved = saved_cluster(Path(resume_dir))
-            if saved is None:
-                raise CrawlError(f"{resume_dir} is not a cluster node's directory (no cluster.json)")
-            if crawl_id is not None and crawl_id != saved["crawl_id"]:
-                raise CrawlError(f"{resume_dir} is a node of crawl {saved['crawl_id']!r}, not {crawl_id!r}")
-            _refuse_drained(resume_dir, saved)
-            if node is not None and node != saved["node"]:
-                raise CrawlError(f"{resume_dir} is node {saved['node']} of its crawl, not node {node}")
-            spec = ClusterSpec(url, saved["node"], saved["nodes"], saved["crawl_id"], saved["epoch"],
-                               saved["resizing_from"])  # fmt: skip
-            return _resume_cluster(Path(resume_dir), spec, nodes=nodes)
-        if node is None or nodes is None:
-            raise CrawlError("a new cluster node needs --node K and --nodes N")
         return ClusterSpec(url, node, nodes, crawl_id) if crawl_id else ClusterSpec(url, node, nodes)
     except ClusterError as exc:
         raise CrawlError(str(exc)) from None
@@ -365,7 +355,9 @@ class Crawler:
             raise TypeError(f"config must be a CrawlConfig, not {type(config).__name__}")
         self.out = Path(out)
         self.resume = resume
-        self.cluster = _resume_cluster(self.out, cluster) if cluster is not None and resume else cluster
+        if cluster is not None and resume:  # the directory says which node it is (its crawl id wins)
+            cluster = _resume_cluster(self.out, cluster.url, node=cluster.node, nodes=cluster.nodes)
+        self.cluster = cluster
         self.config_changes: dict[str, tuple[object, object]] = {}
         saved = saved_config(self.out) if resume else None
         if config is None and saved is None and cluster is not None:
