@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,6 +42,13 @@ _KNOBS: list[tuple[str, str, type, str]] = [
     ("--bandwidth", "bandwidth", float, "Mean bandwidth per host, bytes/s (0: unlimited)."),
     ("--shared-ip-hosts", "shared_ip_hosts", int, "That many hosts share one IP address."),
     ("--port", "port", int, "Port of every host [default: 80 when it can be bound, else 8080]."),
+    ("--time-scale", "time_scale", float, "With --changing: simulated seconds of change per real second."),
+    (
+        "--change-epoch",
+        "change_epoch",
+        float,
+        "With --changing: Unix time of every page's first version [default: now].",
+    ),
 ]
 
 
@@ -49,6 +57,10 @@ def config_options(function: F) -> F:
     for flag, name, kind, text in reversed(_KNOBS):
         function = click.option(flag, name, type=kind, default=None, help=text)(function)
     function = click.option("--trap/--no-trap", "include_trap", default=None, help="Include the spider trap.")(function)
+    function = click.option(
+        "--changing/--static", "changing", default=None,
+        help="Pages change over time (Poisson, heavy-tailed rates), with Last-Modified, ETag and 304s.",
+    )(function)  # fmt: skip
     return click.option(
         "--config-file",
         type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -62,6 +74,8 @@ def build_config(config_file: Path | None, knobs: dict[str, Any], *, pick_port: 
     values.update({name: value for name, value in knobs.items() if value is not None})
     if pick_port and "port" not in values:
         values["port"] = default_port()
+    if knobs.get("changing") and not values.get("change_epoch"):  # --changing: the web starts changing now
+        values["change_epoch"] = float(int(time.time()))  # (a config file's epoch is kept: the judge has it)
     try:
         return SimWebConfig.from_dict(values)
     except (SimWebConfigError, TypeError, ValueError) as exc:
@@ -69,7 +83,7 @@ def build_config(config_file: Path | None, knobs: dict[str, Any], *, pick_port: 
 
 
 def _knob_values(options: dict[str, Any]) -> dict[str, Any]:
-    names = {name for _, name, _, _ in _KNOBS} | {"include_trap"}
+    names = {name for _, name, _, _ in _KNOBS} | {"include_trap", "changing"}
     return {name: options.pop(name) for name in list(options) if name in names}
 
 

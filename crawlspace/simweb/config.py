@@ -70,6 +70,16 @@ class SimWebConfig:
     styles, navigation, sidebar and footer boilerplate, and robots.txt files padded with groups for
     other crawlers (simweb/template.py; the benchmarks' heavy web)."""
 
+    changing: bool = False
+    """Pages change over time (simweb/changes.py): heavy-tailed Poisson change rates, Last-Modified and
+    ETag on pages, conditional requests answered 304. Off: every page is the same at every request."""
+    time_scale: float = 1.0
+    """Simulated seconds of change per real second (60: an hour of changes in a minute)."""
+    change_epoch: float = 0.0
+    """Unix time at which every page is at its first version; changes happen after it. The server and
+    the judge must agree on it, so it is part of the config (`crawlspace simweb serve --changing`
+    sets it to the server's start)."""
+
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str]] = [
             (1 <= self.hosts <= MAX_HOSTS, f"hosts must be in 1..{MAX_HOSTS}"),
@@ -97,6 +107,8 @@ class SimWebConfig:
             (0 <= self.shared_ip_hosts <= self.hosts, "shared_ip_hosts must be in 0..hosts"),
             (1 <= self.port <= 65535, "port must be in 1..65535"),
             (self.page_style in PAGE_STYLES, f"page_style must be one of {', '.join(PAGE_STYLES)}"),
+            (0 < self.time_scale <= 1e6, "time_scale must be in (0, 1e6]"),
+            (self.change_epoch >= 0, "change_epoch must be a Unix time >= 0"),
         ]
         for ok, message in checks:
             if not ok:

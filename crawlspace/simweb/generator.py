@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections.abc import Iterable
 
 from crawlspace.simweb.build import generate_data
+from crawlspace.simweb.changes import ChangeModel, Version
 from crawlspace.simweb.config import SimWebConfig
 from crawlspace.simweb.model import ExtraKind, Link, Response, WebData
 from crawlspace.simweb.render import HTML, RenderedLink, Renderer
@@ -60,6 +62,11 @@ class SimWeb:
         self._host_index = {name: index for index, name in enumerate(data.host_names)}
         self._routes: dict[int, dict[str, int]] = {}
         self._extras_by_host: dict[int, list[int]] | None = None
+        self.changes = (
+            ChangeModel(self.config.seed, data.pages, epoch=self.config.change_epoch, time_scale=self.config.time_scale)
+            if self.config.changing
+            else None
+        )
 
     @classmethod
     def generate(cls, config: SimWebConfig) -> SimWeb:
@@ -151,23 +158,82 @@ class SimWeb:
         return node
 
     # -- serving -------------------------------------------------------------------------------
-    def response(self, host: int, path: str) -> Response:
-        """The response to GET `path` (unreserved escapes already decoded) on host number `host`."""
+    def response(self, host: int, path: str, at: float | None = None) -> Response:
+        """The response to GET `path` (unreserved escapes already decoded) on host number `host`; on a
+        changing web, as the page is at Unix time `at` (default: now)."""
         if path == "/robots.txt":
             return self.renderer.robots_response(host)
         node = self.routes(host).get(path)
         if node is not None:
+            if self.changes is not None:
+                return self._changing_response(node, time.time() if at is None else at)
             return self.renderer.node_response(node)
+        if self.changes is not None and path.startswith("/news/"):
+            news = self._news_response(host, path, time.time() if at is None else at)
+            if news is not None:
+                return news
         if host == self.data.trap_host:
             month = self.renderer.calendar_month(path)
             if month is not None:
                 return Response(200, HTML, self.renderer.calendar_body(host, *month))
         return Response(404, HTML, self.renderer.error_body(404, path))
 
-    def body(self, url: str) -> bytes:
-        """The body served at a URL (what a crawler downloads)."""
+    def body(self, url: str, at: float | None = None) -> bytes:
+        """The body served at a URL (what a crawler downloads; on a changing web, at Unix time `at`)."""
         host, _, path = split_url(url)
-        return self.response(self.host_index(host), path).body
+        return self.response(self.host_index(host), path, at).body
+
+    # -- a changing web (simweb.changes) -------------------------------------------------------
+    def page_of(self, node: int) -> int | None:
+        """The page whose content a node serves (itself, or the original of a copy), None for others."""
+        data = self.data
+        if node < data.pages:
+            return node
+        extra = node - data.pages
+        if int(data.extra_kind[extra]) in (ExtraKind.COPY, ExtraKind.NEAR):
+            return int(data.extra_target[extra])
+        return None
+
+    def version_at(self, url: str, at: float) -> Version | None:
+        """The version a URL serves at Unix time `at`; None for a URL whose content never changes."""
+        node = self.node_of(url)
+        page = None if node is None or self.changes is None else self.page_of(node)
+        return None if page is None or self.changes is None else self.changes.version(page, at)
+
+    def news_url(self, page: int, version: int) -> str:
+        return f"{self.data.origin(int(self.data.page_host[page]))}/news/{page}-{version}.html"
+
+    def _changing_response(self, node: int, at: float) -> Response:
+        changes = self.changes
+        page = self.page_of(node)
+        if changes is None or page is None:
+            return self.renderer.node_response(node)
+        version = changes.version(page, at)
+        news = self.news_url(page, version.number) if changes.news_version(version.number, page) else None
+        near = int(self.data.extra_aux[node - self.data.pages]) if node >= self.data.pages else 0
+        body = self.renderer.page_body(page, near, version.number, news)
+        spam = changes.kind_and_rate(page)[1] == float("inf")
+        return Response(
+            200, HTML, body, etag=f'"{node:x}-{version.number:x}"', last_modified=None if spam else version.changed_at
+        )
+
+    def _news_response(self, host: int, path: str, at: float) -> Response | None:
+        """A news item exists from the version that links to it on."""
+        changes = self.changes
+        name, dot, suffix = path[len("/news/") :].partition(".")
+        page_text, dash, version_text = name.partition("-")
+        if changes is None or not (
+            dot and suffix == "html" and dash and page_text.isdigit() and version_text.isdigit()
+        ):
+            return None
+        page, version = int(page_text), int(version_text)
+        if page >= self.data.pages or int(self.data.page_host[page]) != host or not changes.news_version(version, page):
+            return None
+        if changes.version(page, at).number < version:
+            return None
+        return Response(
+            200, HTML, self.renderer.news_body(page, version, self.data.url_of(page)), etag=f'"n{page:x}-{version:x}"'
+        )
 
     # -- ground truth --------------------------------------------------------------------------
     def seeds(self, n: int) -> list[str]:

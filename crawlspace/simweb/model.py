@@ -112,6 +112,11 @@ class Response:
     content_type: str
     body: bytes
     location: str | None = None
+    etag: str | None = None  # a changing web's pages (simweb.changes)
+    last_modified: float | None = None  # Unix time of the version's change
+
+    def replace_body(self, body: bytes, *, status: int) -> Response:
+        return Response(status, self.content_type, body, self.location, self.etag, self.last_modified)
 
 
 @dataclass(frozen=True, eq=False)

@@ -135,8 +135,9 @@ class Renderer:
         key = mix(self.seed, node, 2)
         return f"{words[200 + key % 2000]} {words[200 + (key >> 16) % 2000]}"
 
-    def intro(self, page: int, changed: int) -> str:
-        """Opening words of a page; a near-copy changes `changed` of them (1 to 5)."""
+    def intro(self, page: int, changed: int, version: int = 0) -> str:
+        """Opening words of a page; a near-copy changes `changed` of them (1 to 5); a later version of a
+        changing page (simweb.changes) rewrites 3 to 7 more, chosen by the version."""
         key = mix(self.seed, page, 3)
         words = self.corpus.paragraphs[key % PARAGRAPHS].split(" ", INTRO_WORDS)[:INTRO_WORDS]
         vocabulary = self.corpus.words
@@ -146,6 +147,11 @@ class Renderer:
             if replacement == words[position]:
                 replacement = vocabulary[301 + (key + j) % 3000]
             words[position] = replacement
+        if version:
+            rewrite = mix(self.seed, page, version, 5)
+            for j in range(3 + rewrite % 5):
+                position = ((rewrite >> 8) + 11 * j) % len(words)
+                words[position] = vocabulary[300 + ((rewrite >> 24) + 13 * j) % 3000]
         return " ".join(words)
 
     # -- links ----------------------------------------------------------------------------------
@@ -215,13 +221,15 @@ class Renderer:
         return links
 
     # -- bodies ---------------------------------------------------------------------------------
-    def page_body(self, page: int, changed_words: int = 0) -> bytes:
+    def page_body(self, page: int, changed_words: int = 0, version: int = 0, news: str | None = None) -> bytes:
+        """The page's HTML; `version` > 0: as a changing web's page is at that version (one paragraph and
+        some opening words rewritten), with a link to the news item at URL `news` if it has one."""
         data = self.data
         title = self.title(page)
         host = int(data.page_host[page])
         base = int(data.page_base[page])
         base_element = f'<base href="{data.origin(host)}{DIRS[base]}">' if base >= 0 else ""
-        intro = self.intro(page, changed_words)
+        intro = self.intro(page, changed_words, version)
         links: Sequence[RenderedLink] = self.page_links(page)
         template = self.template
         if template is None:
@@ -247,6 +255,11 @@ class Renderer:
             chosen.append(current)
             budget -= self.paragraph_bytes[current] + 8
             current = (current + stride) % PARAGRAPHS
+        if version:  # one paragraph rewritten
+            rewrite = mix(self.seed, page, version, 6)
+            chosen[rewrite % len(chosen)] = (
+                chosen[rewrite % len(chosen)] + 1 + (rewrite >> 16) % (PARAGRAPHS - 1)
+            ) % PARAGRAPHS
         paragraphs = self.corpus.paragraphs
         count, n_links = len(chosen), len(text_links)
         opening, closing = "<p>", "</p>\n"
@@ -266,8 +279,24 @@ class Renderer:
                 parts += [opening, text[:cut], anchors, " ", text[cut:], closing]
             else:
                 parts += [opening, text, closing]
+        if news is not None:
+            parts += ['<p class="news">Latest: <a href="', news, '">', self.news_title(page, version), "</a></p>\n"]
         parts.append("</body></html>\n" if template is None else template.footer(host, page, sidebar, footer))
         return "".join(parts).encode()
+
+    def news_title(self, page: int, version: int) -> str:
+        key = mix(self.seed, page, version, 7)
+        words = self.corpus.words
+        return " ".join(words[100 + (key >> (9 * i)) % 2900] for i in range(4)).capitalize()
+
+    def news_body(self, page: int, version: int, page_url: str) -> bytes:
+        """A news item: a new URL that a version of a changing page links to, and that links back."""
+        title = self.news_title(page, version)
+        return (
+            f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title></head>\n'
+            f"<body>\n<h1>{title}</h1>\n<p>{self.intro(page, 0, version)}</p>\n"
+            f'<p><a href="{page_url}">{self.title(page)}</a></p>\n</body></html>\n'
+        ).encode()
 
     def small_page(self, title: str, text: str) -> bytes:
         return (
