@@ -30,6 +30,7 @@ frequencies.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -45,11 +46,74 @@ NEVER = 1e-30  # changes per second below which a page is taken never to change 
 class RefreshPolicy(Protocol):
     """Refetch frequencies (fetches per second, one per page) for pages of estimated change `rates`
     (changes per second) and `weights` (>= 0), spending at most `budget` fetches per second in all.
-    A frequency of 0 means "not again" (bounds may still apply). Must not modify its arguments."""
+    A frequency of 0 means "not again" (bounds may still apply). Must not modify its arguments.
+
+    `fit` is the same decision for a crawl too large to hold: fitted to a sample of the pages with
+    the sample's share of the budget, it returns the rule that gives any page its frequency (the
+    crawl's scheduler applies it to each page as it is refetched, and fits again now and then)."""
 
     name: str
 
     def frequencies(self, rates: FloatArray, weights: FloatArray, budget: float) -> FloatArray: ...
+
+    def fit(self, rates: FloatArray, weights: FloatArray, budget: float) -> PageRule: ...
+
+
+class PageRule(Protocol):
+    def frequency(self, rate: float, weight: float) -> float: ...
+
+
+@dataclass(frozen=True)
+class _Constant:
+    value: float
+    low: float
+    high: float
+
+    def frequency(self, rate: float, weight: float) -> float:
+        return min(max(self.value, self.low), self.high)
+
+
+@dataclass(frozen=True)
+class _Linear:
+    per_change: float  # fetches per second per change per second
+    low: float
+    high: float
+
+    def frequency(self, rate: float, weight: float) -> float:
+        return min(max(self.per_change * rate, self.low), self.high)
+
+
+@dataclass(frozen=True)
+class _Marginal:
+    """Optimal's rule once mu is known: w dF/df = mu."""
+
+    mu: float
+    low: float
+    high: float
+    scale: float = 1.0  # the budget left over where floating point ended the search, spread evenly
+
+    def frequency(self, rate: float, weight: float) -> float:
+        if rate < NEVER or weight <= 0 or weight / rate <= self.mu:
+            return min(max(0.0, self.low), self.high)
+        r = _inverse_gain_of(self.mu * rate / weight)
+        return min(max(self.scale * rate / r, self.low), self.high)
+
+
+def _inverse_gain_of(target: float) -> float:
+    """`_inverse_gain` of one number, in plain floats (a page rescheduled: numpy's per-call cost is
+    most of the work for one value)."""
+    if target < 1e-9:
+        r = math.sqrt(2.0 * target)
+        return r + r * r / 3.0
+    low, high = math.log(1e-5), math.log(800.0)
+    for _ in range(_BISECTIONS):
+        middle = (low + high) / 2.0
+        guess = math.exp(middle)
+        if -math.expm1(-guess) - guess * math.exp(-guess) > target:
+            high = middle
+        else:
+            low = middle
+    return math.exp((low + high) / 2.0)
 
 
 def _pairs(rates: FloatArray, frequencies: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -83,10 +147,12 @@ def age(rates: FloatArray, frequencies: FloatArray) -> FloatArray:
     return out
 
 
+def _limits(min_interval: float | None, max_interval: float | None) -> tuple[float, float]:
+    return (0.0 if max_interval is None else 1.0 / max_interval, np.inf if min_interval is None else 1.0 / min_interval)
+
+
 def _bounded(frequencies: FloatArray, min_interval: float | None, max_interval: float | None) -> FloatArray:
-    low = 0.0 if max_interval is None else 1.0 / max_interval
-    high = np.inf if min_interval is None else 1.0 / min_interval
-    return np.clip(frequencies, low, high)
+    return np.clip(frequencies, *_limits(min_interval, max_interval))
 
 
 @dataclass(frozen=True)
@@ -98,6 +164,9 @@ class Uniform:
     def frequencies(self, rates: FloatArray, weights: FloatArray, budget: float) -> FloatArray:
         pages = len(rates)
         return _bounded(np.full(pages, budget / pages if pages else 0.0), self.min_interval, self.max_interval)
+
+    def fit(self, rates: FloatArray, weights: FloatArray, budget: float) -> PageRule:
+        return _Constant(budget / len(rates) if len(rates) else 0.0, *_limits(self.min_interval, self.max_interval))
 
 
 @dataclass(frozen=True)
@@ -111,6 +180,13 @@ class Proportional:
         total = float(rates.sum())
         shares = rates / total if total > 0 else np.full(len(rates), 1.0 / max(1, len(rates)))
         return _bounded(budget * shares, self.min_interval, self.max_interval)
+
+    def fit(self, rates: FloatArray, weights: FloatArray, budget: float) -> PageRule:
+        total = float(np.asarray(rates, np.float64).sum())
+        limits = _limits(self.min_interval, self.max_interval)
+        if total <= 0:  # nothing seen to change yet: every page alike
+            return _Constant(budget / len(rates) if len(rates) else 0.0, *limits)
+        return _Linear(budget / total, *limits)
 
 
 def _inverse_gain(targets: FloatArray) -> FloatArray:
@@ -148,22 +224,29 @@ class Optimal:
         return _bounded(frequencies, self.min_interval, self.max_interval)
 
     def frequencies(self, rates: FloatArray, weights: FloatArray, budget: float) -> FloatArray:
+        return self._search(rates, weights, budget)[0]
+
+    def fit(self, rates: FloatArray, weights: FloatArray, budget: float) -> PageRule:
+        _, mu, scale = self._search(rates, weights, budget)
+        return _Marginal(mu, *_limits(self.min_interval, self.max_interval), scale=scale)
+
+    def _search(self, rates: FloatArray, weights: FloatArray, budget: float) -> tuple[FloatArray, float, float]:
+        """The frequencies, the mu they answer to, and the factor that spends the budget's rest."""
         rates = np.asarray(rates, np.float64)
         rates = np.where(rates < NEVER, 0.0, rates)  # w / lambda must stay finite
         weights = np.asarray(weights, np.float64)
-        if len(rates) == 0:
-            return np.zeros(0)
-        if not (rates > 0).any():
-            return _bounded(np.zeros(len(rates)), self.min_interval, self.max_interval)
+        nothing = _bounded(np.zeros(len(rates)), self.min_interval, self.max_interval)
+        if len(rates) == 0 or not (rates > 0).any():
+            return nothing, np.inf, 1.0
         # the spend falls as mu rises: bisect mu on a log scale between a spend over the budget and one
         # within it (at the largest w / lambda nothing is worth a fetch)
         mu_low = 1e-300
         mu_high = float(np.max(np.divide(weights, rates, out=np.zeros(len(rates)), where=rates > 0)))
         if mu_high <= 0:
-            return _bounded(np.zeros(len(rates)), self.min_interval, self.max_interval)
+            return nothing, np.inf, 1.0
         over, within = self._for(mu_low, rates, weights), self._for(mu_high, rates, weights)
         if over.sum() <= budget:
-            return over
+            return over, mu_low, 1.0
         for _ in range(_BISECTIONS):
             mu = float(np.exp((np.log(mu_low) + np.log(mu_high)) / 2.0))
             if not mu_low < mu < mu_high:
@@ -176,7 +259,13 @@ class Optimal:
         # where floating point ends the bisection (a page's frequency jumps from lambda/40 to 0 as mu
         # passes w / lambda), what is left of the budget goes to the pages between the two allocations
         left, gap = budget - within.sum(), over.sum() - within.sum()
-        return within + (over - within) * (left / gap) if gap > 0 and left > 0 else within
+        if gap > 0 and left > 0:
+            return (
+                within + (over - within) * (left / gap),
+                mu_high,
+                float(budget / within.sum()) if within.sum() > 0 else 1.0,
+            )
+        return within, mu_high, 1.0
 
 
 POLICIES: dict[str, type[Uniform] | type[Proportional] | type[Optimal]] = {

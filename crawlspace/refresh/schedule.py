@@ -5,7 +5,7 @@ URLs as the crawl has pages (100 M must not mean 100 M objects in memory). It li
 (rocksdict, as the crawl table: ordered keys, atomic write batches, 15 bytes a key on disk against
 LMDB's 72 for this kind of small record, DESIGN.md section 6) under two key spaces:
 
-    b"d" + due time (microseconds, 8 bytes big-endian) + URL fingerprint (8)  ->  msgpack [url, priority]
+    b"d" + due time (microseconds, 8 bytes big-endian) + URL fingerprint (8)  ->  msgpack [url, priority, data]
     b"u" + URL fingerprint (8)                                                 ->  the due key's 16 bytes
 
 so that the due URLs are a range scan from the start, and rescheduling a URL finds and replaces its
@@ -33,7 +33,7 @@ import bisect
 import struct
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import msgspec
 import rocksdict
@@ -55,11 +55,22 @@ class ScheduleError(Exception):
     """The schedule's directory cannot be used (another writer, another format), or an entry is corrupt."""
 
 
+class Scheduled(NamedTuple):
+    url: str
+    due: float
+    priority: int
+    data: bytes  # the caller's, kept with the URL (crawl/refresh: its change history and validators)
+
+
 class Schedule(Protocol):
     """URLs by due time (seconds since the epoch), each at most once."""
 
-    def put(self, url: str, due: float, priority: int = 0) -> None:
-        """Schedule `url` at `due` (replacing its earlier time, if any)."""
+    def put(self, url: str, due: float, priority: int = 0, data: bytes = b"") -> None:
+        """Schedule `url` at `due` (replacing its earlier time and data, if any)."""
+        ...
+
+    def entry(self, url: str) -> Scheduled | None:
+        """`url`'s entry, None if it is not scheduled."""
         ...
 
     def remove(self, url: str) -> bool:
@@ -68,9 +79,9 @@ class Schedule(Protocol):
 
     def due_time(self, url: str) -> float | None: ...
 
-    def take(self, now: float, limit: int, lease: float = DEFAULT_LEASE) -> list[tuple[str, float, int]]:
-        """Up to `limit` URLs due by `now`, earliest first, as (url, due, priority); each is moved to
-        `now + lease` until it is put again."""
+    def take(self, now: float, limit: int, lease: float = DEFAULT_LEASE) -> list[Scheduled]:
+        """Up to `limit` URLs due by `now`, earliest first; each is moved to `now + lease` (its data
+        kept) until it is put again."""
         ...
 
     def next_due(self) -> float | None:
@@ -91,6 +102,7 @@ def _micros(due: float) -> int:
 class _Entry(msgspec.Struct, array_like=True, frozen=True):
     url: str
     priority: int = 0
+    data: bytes = b""
 
 
 class RefreshSchedule:
@@ -172,7 +184,7 @@ class RefreshSchedule:
 
     # -- the contract ----------------------------------------------------------------------------
 
-    def put(self, url: str, due: float, priority: int = 0) -> None:
+    def put(self, url: str, due: float, priority: int = 0, data: bytes = b"") -> None:
         fingerprint = url_fingerprint(url)
         url_key = URL + fingerprint.to_bytes(8, "big")
         due_key = DUE + _KEY.pack(_micros(due), fingerprint)
@@ -183,7 +195,17 @@ class RefreshSchedule:
         elif old != due_key[1:]:
             self._delete(DUE + old)
         self._set(url_key, due_key[1:])
-        self._set(due_key, self._encoder.encode(_Entry(url, priority)))
+        self._set(due_key, self._encoder.encode(_Entry(url, priority, data)))
+
+    def entry(self, url: str) -> Scheduled | None:
+        old = self._get(URL + url_fingerprint(url).to_bytes(8, "big"))
+        if old is None:
+            return None
+        value = self._get(DUE + old)
+        if value is None:
+            raise ScheduleError(f"{self.path}: {url} has a due time without an entry (key {old.hex()})")
+        stored = self._entry(DUE + old, value)
+        return Scheduled(stored.url, _KEY.unpack(old)[0] / 1_000_000, stored.priority, stored.data)
 
     def remove(self, url: str) -> bool:
         url_key = URL + url_fingerprint(url).to_bytes(8, "big")
@@ -212,20 +234,20 @@ class RefreshSchedule:
             yield bytes(iterator.key()), bytes(iterator.value())
             iterator.next()
 
-    def take(self, now: float, limit: int, lease: float = DEFAULT_LEASE) -> list[tuple[str, float, int]]:
+    def take(self, now: float, limit: int, lease: float = DEFAULT_LEASE) -> list[Scheduled]:
         stop = _micros(now) + 1  # due at or before now
-        taken: list[tuple[str, float, int, bytes]] = []
+        taken: list[Scheduled] = []
         for key, value in self._due_entries(stop):
             if len(taken) >= limit:
                 break
             if len(key) != 1 + _KEY.size:
                 raise ScheduleError(f"{self.path}: a due key of {len(key)} bytes ({key.hex()})")
             entry = self._entry(key, value)
-            taken.append((entry.url, _KEY.unpack(key[1:])[0] / 1_000_000, entry.priority, key))
-        for url, _, priority, _key in taken:
-            self.put(url, now + lease, priority)
+            taken.append(Scheduled(entry.url, _KEY.unpack(key[1:])[0] / 1_000_000, entry.priority, entry.data))
+        for item in taken:
+            self.put(item.url, now + lease, item.priority, item.data)
         self.commit(sync=False)  # the leases at once: a process dying now finds them leased
-        return [(url, due, priority) for url, due, priority, _ in taken]
+        return taken
 
     def next_due(self) -> float | None:
         for key, _ in self._due_entries(None):
@@ -256,7 +278,7 @@ class MemorySchedule:
 
     def __init__(self) -> None:
         self._order: list[tuple[int, int]] = []
-        self._by_fingerprint: dict[int, tuple[int, str, int]] = {}  # fp -> (due micros, url, priority)
+        self._by_fingerprint: dict[int, tuple[int, str, int, bytes]] = {}  # fp -> (due micros, url, priority, data)
 
     def __repr__(self) -> str:
         return f"MemorySchedule({len(self)} URLs)"
@@ -264,12 +286,16 @@ class MemorySchedule:
     def __len__(self) -> int:
         return len(self._by_fingerprint)
 
-    def put(self, url: str, due: float, priority: int = 0) -> None:
+    def put(self, url: str, due: float, priority: int = 0, data: bytes = b"") -> None:
         fingerprint = url_fingerprint(url)
         self.remove(url)
         micros = _micros(due)
         bisect.insort(self._order, (micros, fingerprint))
-        self._by_fingerprint[fingerprint] = (micros, url, priority)
+        self._by_fingerprint[fingerprint] = (micros, url, priority, data)
+
+    def entry(self, url: str) -> Scheduled | None:
+        old = self._by_fingerprint.get(url_fingerprint(url))
+        return None if old is None else Scheduled(old[1], old[0] / 1_000_000, old[2], old[3])
 
     def remove(self, url: str) -> bool:
         fingerprint = url_fingerprint(url)
@@ -284,16 +310,16 @@ class MemorySchedule:
         old = self._by_fingerprint.get(url_fingerprint(url))
         return None if old is None else old[0] / 1_000_000
 
-    def take(self, now: float, limit: int, lease: float = DEFAULT_LEASE) -> list[tuple[str, float, int]]:
+    def take(self, now: float, limit: int, lease: float = DEFAULT_LEASE) -> list[Scheduled]:
         stop = _micros(now)
-        taken: list[tuple[str, float, int]] = []
+        taken: list[Scheduled] = []
         for micros, fingerprint in self._order:
             if micros > stop or len(taken) >= limit:
                 break
-            _, url, priority = self._by_fingerprint[fingerprint]
-            taken.append((url, micros / 1_000_000, priority))
-        for url, _, priority in taken:
-            self.put(url, now + lease, priority)
+            _, url, priority, data = self._by_fingerprint[fingerprint]
+            taken.append(Scheduled(url, micros / 1_000_000, priority, data))
+        for item in taken:
+            self.put(item.url, now + lease, item.priority, item.data)
         return taken
 
     def next_due(self) -> float | None:

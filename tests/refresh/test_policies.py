@@ -109,3 +109,23 @@ def test_optimal_is_at_least_as_fresh_as_uniform_and_proportional(
     for other in (Uniform(), Proportional()):
         theirs = float((weights * freshness(rates, other.frequencies(rates, weights, budget))).sum())
         assert score >= theirs - 1e-6 * max(1.0, abs(theirs)), other.name
+
+
+def test_a_rule_fitted_to_a_sample_gives_every_page_its_frequency() -> None:
+    """What the crawl's scheduler does: fit on a sample with the sample's share of the budget, apply to
+    each page as it is refetched; the whole crawl then spends about the budget, as the exact allocation."""
+    rng = np.random.default_rng(8)
+    rates = heavy_tailed_rates(40_000, rng)
+    weights = rng.uniform(0.5, 2.0, len(rates))
+    budget = len(rates) / (4 * HOUR)
+    sample = rng.choice(len(rates), 2_000, replace=False)
+    # proportional's constant is the sample's sum of rates, which the heavy tail makes noisy: 10 %
+    tolerances = {"uniform": 0.03, "proportional": 0.1, "optimal": 0.03}
+    for policy in (Uniform(max_interval=30 * 24 * HOUR), Proportional(), Optimal(max_interval=30 * 24 * HOUR)):
+        rule = policy.fit(rates[sample], weights[sample], budget * len(sample) / len(rates))
+        applied = np.array([rule.frequency(float(r), float(w)) for r, w in zip(rates, weights, strict=True)])
+        assert applied.sum() == pytest.approx(budget, rel=tolerances[policy.name] * 3), policy.name
+        exact = policy.frequencies(rates, weights, budget)
+        fresh_applied = float((weights * freshness(rates, applied)).sum())
+        fresh_exact = float((weights * freshness(rates, exact)).sum())
+        assert fresh_applied == pytest.approx(fresh_exact, rel=tolerances[policy.name]), policy.name

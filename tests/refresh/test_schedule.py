@@ -22,7 +22,7 @@ URLS = [f"http://h{i % 7}.test/p{i}" for i in range(40)]
 
 operations = st.lists(
     st.one_of(
-        st.tuples(st.just("put"), st.sampled_from(URLS), st.floats(0, 1e6), st.integers(0, 3)),
+        st.tuples(st.just("put"), st.sampled_from(URLS), st.floats(0, 1e6), st.integers(0, 3), st.binary(max_size=8)),
         st.tuples(st.just("remove"), st.sampled_from(URLS)),
         st.tuples(st.just("take"), st.floats(0, 1e6), st.integers(0, 10), st.floats(1, 1e5)),
         st.tuples(st.just("commit")),
@@ -33,8 +33,8 @@ operations = st.lists(
 
 def apply(schedule: Schedule, operation: tuple[object, ...]) -> object:
     match operation:
-        case ("put", url, due, priority):
-            return schedule.put(str(url), float(due), int(priority))  # type: ignore[arg-type,func-returns-value]
+        case ("put", url, due, priority, data):
+            return schedule.put(str(url), float(due), int(priority), bytes(data))  # type: ignore[arg-type,func-returns-value]
         case ("remove", url):
             return schedule.remove(str(url))
         case ("take", now, limit, lease):
@@ -55,6 +55,7 @@ def test_the_disk_schedule_behaves_like_the_memory_one(tmp_path: Path, sequence:
             assert disk.next_due() == memory.next_due()
         for url in URLS:
             assert disk.due_time(url) == memory.due_time(url)
+            assert disk.entry(url) == memory.entry(url)
     with RefreshSchedule(directory) as reopened:  # everything survives a close and reopen
         assert len(reopened) == len(memory)
         assert reopened.take(2e6, 100) == memory.take(2e6, 100)
@@ -63,17 +64,18 @@ def test_the_disk_schedule_behaves_like_the_memory_one(tmp_path: Path, sequence:
 def test_due_urls_come_out_earliest_first_and_are_leased(tmp_path: Path) -> None:
     with RefreshSchedule(tmp_path / "schedule") as schedule:
         schedule.put("http://a.test/1", 300.0)
-        schedule.put("http://a.test/2", 100.0, priority=2)
+        schedule.put("http://a.test/2", 100.0, priority=2, data=b"history")
         schedule.put("http://a.test/3", 200.0)
         schedule.put("http://a.test/4", 900.0)
         schedule.put("http://a.test/3", 50.0)  # rescheduled: once, at its new time
         assert len(schedule) == 4
         assert schedule.take(250.0, 10, lease=1000.0) == [
-            ("http://a.test/3", 50.0, 0), ("http://a.test/2", 100.0, 2),
+            ("http://a.test/3", 50.0, 0, b""), ("http://a.test/2", 100.0, 2, b"history"),
         ]  # fmt: skip
+        assert schedule.entry("http://a.test/2") == ("http://a.test/2", 1250.0, 2, b"history")  # data kept
         assert schedule.take(250.0, 10) == []  # leased: not handed out twice
         assert schedule.due_time("http://a.test/3") == 1250.0
-        later = [url for url, _, _ in schedule.take(1250.0, 10)]
+        later = [item.url for item in schedule.take(1250.0, 10)]
         assert later[:2] == ["http://a.test/1", "http://a.test/4"] and set(later[2:]) == {
             "http://a.test/2",
             "http://a.test/3",
@@ -104,7 +106,7 @@ def test_a_url_taken_by_a_process_killed_comes_back_after_its_lease(tmp_path: Pa
     with RefreshSchedule(directory) as schedule:
         assert len(schedule) == 100  # nothing lost; the uncommitted put never happened
         assert schedule.due_time("http://a.test/uncommitted") is None
-        assert [due for _, due, _ in schedule.take(499.0, 1000)] == [float(i) for i in range(50, 100)]
+        assert [item.due for item in schedule.take(499.0, 1000)] == [float(i) for i in range(50, 100)]
         assert len(schedule.take(549.0, 1000)) == 50  # the taken ones, back at the end of their lease
 
 
