@@ -277,7 +277,7 @@ def _record_start(out: Path, config: CrawlConfig, seeds: Sequence[str], *, resum
     """Write config.json, and for a new crawl its seeds (durable before any process starts); for a
     resumed crawl, return the seeds it started with: a crawl killed before its first checkpoint
     starts again from them instead of being lost (None for a crawl started before they were saved)."""
-    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    partitioning.write_record(out / "config.json", config.to_dict())  # a kill -9 here leaves the old one whole
     path = out / SEEDS_FILE
     if resume:
         try:

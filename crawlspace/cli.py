@@ -94,6 +94,15 @@ def main() -> None:
 @click.option("--exclude", multiple=True, metavar="REGEX", help="Never crawl URLs matching it (repeatable).")
 @click.option("--max-depth", type=int, help="Follow links at most this many hops from a seed.")
 @click.option("--policy", type=click.Choice(POLICY_NAMES), help="Crawl ordering (default: bfs).")
+@click.option(
+    "--continuous", "refresh", is_flag=True, default=None,
+    help="Keep every page fresh: refetch each as its change rate and the refresh policy say (needs --max-rate).",
+)  # fmt: skip
+@click.option("--max-rate", type=float, help="Fetches per second of the whole crawl: its bandwidth budget.")
+@click.option(
+    "--refresh-policy", type=click.Choice(["uniform", "proportional", "optimal"]),
+    help="How refetches share the refresh budget (default: optimal).",
+)  # fmt: skip
 @click.option("--topic", help="Topic keywords of the focused policy (space or comma separated).")
 @click.option(
     "--cluster",

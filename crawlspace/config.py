@@ -485,6 +485,36 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         float, _doc("focused: relevance (cosine, 0 to 1) from which a page counts as relevant (harvest).", ge=0, le=1)
     ] = 0.1
 
+    # continuous crawling (crawlspace.refresh)
+    refresh: Annotated[
+        bool,
+        _doc(
+            "A continuous crawl: every page fetched is scheduled again, as often as its estimated change rate "
+            "and the refresh policy say (crawlspace.refresh), within max_rate; the crawl ends only by a limit "
+            "or a stop. Needs max_rate."
+        ),
+    ] = False
+    refresh_policy: Annotated[
+        Literal["uniform", "proportional", "optimal"],
+        _doc(
+            "How refetches share the refresh budget: uniform (every page alike), proportional (by change rate) "
+            "or optimal (Cho & Garcia-Molina's freshness-optimal allocation)."
+        ),
+    ] = "optimal"
+    max_rate: Annotated[
+        PositiveFloat | None,
+        _doc("Fetches per second of the whole crawl (all processes together): its bandwidth budget (None: no cap)."),
+    ] = None
+    refresh_share: Annotated[
+        float, _doc("Share of max_rate that refetches may take; discovery of new URLs has the rest.", gt=0, le=1)
+    ] = 0.5
+    refresh_min_interval: Annotated[
+        PositiveFloat, _doc("Least seconds between two fetches of a page by the refresh schedule.")
+    ] = 60.0
+    refresh_max_interval: Annotated[
+        PositiveFloat, _doc("Most seconds between two fetches of a page, however rarely it seems to change.")
+    ] = 30 * 86400.0
+
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self), include_extras=True)
         for name in self.__struct_fields__:
@@ -502,6 +532,13 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
                 except re.error as exc:
                     raise ConfigError(f"{name}: invalid regular expression {pattern!r}: {exc}") from None
         _check_policy(self)
+        if self.refresh and self.max_rate is None:
+            raise ConfigError("refresh: a continuous crawl needs max_rate (the fetch budget refresh_share divides)")
+        if self.refresh_min_interval > self.refresh_max_interval:
+            raise ConfigError(
+                f"refresh_min_interval ({self.refresh_min_interval}) is more than refresh_max_interval "
+                f"({self.refresh_max_interval})"
+            )
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any], *, source: str = "config") -> CrawlConfig:

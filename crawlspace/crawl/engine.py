@@ -34,7 +34,9 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl import assembly
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState
 from crawlspace.crawl.ledger import JOURNAL_BROKEN, Ledger
+from crawlspace.crawl.ratelimit import RateLimit
 from crawlspace.crawl.recorder import Recorded
+from crawlspace.crawl.refreshing import Refreshing
 from crawlspace.crawl.repartition import Repartition
 from crawlspace.crawl.robotsgate import Verdict
 from crawlspace.crawl.telemetry import (
@@ -54,7 +56,7 @@ from crawlspace.distributed.protocols import Peers, TransportHealth
 from crawlspace.distributed.resize import HandoverPlan, Resize
 from crawlspace.dns import DNSFailure
 from crawlspace.dns.resolver import hostname_of_authority
-from crawlspace.fetch import Fetcher, FetchResult, Outcome
+from crawlspace.fetch import Fetcher, FetchResult, Outcome, Validators
 from crawlspace.frontier import FrontierEntry, Lease, Prioritizer
 from crawlspace.hooks.protocols import ProtocolHandler
 from crawlspace.hooks.runtime import Extensions
@@ -128,7 +130,21 @@ class CrawlEngine:
         self.resolver, self.guard, self.retry = parts.resolver, parts.guard, parts.retry
         self.url_filter = parts.url_filter
         self._changed = asyncio.Event()
-        self.ledger = Ledger(self.out_dir, (self.robots_log.flush, self.store.commit_unsynced), self._ledger_failed)
+        self.refreshing: Refreshing | None = None
+        if config.refresh:  # before the ledger: a page's next refresh is written before its fetch is journaled
+            self.refreshing = Refreshing.open(
+                config, self.out_dir, self.frontier, resume=resume, partitions=peers.partitions if peers else 1,
+                wake=self._changed.set,
+            )  # fmt: skip
+        self.ledger = Ledger(
+            self.out_dir,
+            (
+                self.robots_log.flush,
+                self.store.commit_unsynced,
+                *((self.refreshing.commit_unsynced,) if self.refreshing else ()),
+            ),
+            self._ledger_failed,
+        )
         restart = resume and unstarted_seeds is not None and self._never_checkpointed()
         state = self._saved_state() if resume and not restart else None
         self.stats = CrawlStats.resumed(state.stats) if state is not None else CrawlStats()
@@ -152,6 +168,8 @@ class CrawlEngine:
         self.resume_state, self.partition = wired.resume_state, wired.partition
         self.resize = resize
         self.draining = resize is not None and peers is not None and resize.draining(peers.index)
+        partitions = peers.partitions if peers else 1
+        self.rate_limit = RateLimit(config.max_rate / partitions) if config.max_rate is not None else None
         self._low_water = 2 * config.concurrency  # below this many queued URLs the URL buffer is drained
         sinks = telemetry if telemetry is not None else [display_sink(live_progress)]
         self.telemetry = Telemetry([JsonLinesSink(self.out_dir / PROGRESS_FILE), *sinks])
@@ -212,6 +230,7 @@ class CrawlEngine:
                 self.store.flush,
                 self.robots_log.sync,
                 self.robots_log.maybe_compact,
+                *((self.refreshing.checkpoint,) if self.refreshing is not None else ()),
             ),
             self.resume_state.capture,
             self.frontier.checkpoint,
@@ -325,12 +344,14 @@ class CrawlEngine:
             async with fetcher:
                 progress = asyncio.create_task(self._report_periodically())
                 sender = asyncio.create_task(self.partition.send_periodically()) if self.partition else None
+                feeder = asyncio.create_task(self.refreshing.feed()) if self.refreshing else None
                 try:
                     await self._dispatch(fetcher)
                 finally:
                     progress.cancel()
-                    if sender is not None:
-                        sender.cancel()
+                    for task in (sender, feeder):
+                        if task is not None:
+                            task.cancel()
         finally:
             for sig in self._signals:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -346,6 +367,8 @@ class CrawlEngine:
                 "parked_hosts": self.frontier.parked_hosts,
             }
             self.stats.sections["policy"] = self.policy.stats()
+            if self.refreshing is not None:
+                self.stats.sections["refresh"] = self.refreshing.stats()
             self._shut_down()
         return self.stats
 
@@ -379,6 +402,7 @@ class CrawlEngine:
             self.content.close,
             self.store.close,
             self.robots_log.close,
+            *((self.refreshing.close,) if self.refreshing is not None else ()),
             self.ledger.close,
             functools.partial(self.frontier.close, checkpoint=committed),
         ):
@@ -423,6 +447,10 @@ class CrawlEngine:
                     # nothing left that may be fetched: a crawl does not idle only to retry the
                     # robots.txt of unreachable hosts; their URLs stay queued (robots_waiting)
                     self.stats.robots_waiting = len(self.frontier)
+                    if self.refreshing is not None:  # a continuous crawl waits for its next refresh
+                        await self._idle_wait()
+                        lease = self.frontier.acquire()
+                        continue
                     if self.peers is not None and self.router is not None:  # idle: the cluster decides the end
                         self._send_batches()
                         self.peers.idle = not self.router.outbox.waiting
@@ -446,6 +474,10 @@ class CrawlEngine:
             if lease is None:
                 slots.release()
                 break
+            if self.rate_limit is not None:  # the crawl's bandwidth budget (max_rate)
+                wait = self.rate_limit.reserve(time.monotonic())
+                if wait > 0:
+                    await asyncio.sleep(wait)
             if self.peers is not None:
                 self.peers.idle = False
             task = asyncio.create_task(self._process(fetcher, lease))
@@ -565,6 +597,9 @@ class CrawlEngine:
         if self._not_http and entry.url.startswith(self._not_http):
             await self._process_by_handler(lease)
             return
+        if self.refreshing is not None and self.refreshing.skip(entry.url):  # refetched moments ago
+            self._release(lease, 0.0, contacted=False)
+            return
         self.robots_gate.parked.discard(lease.host)  # parked again below if robots.txt is still unreachable
         try:  # usually answered from the cache (prefetched); a dead host fails here, before robots.txt
             address = await self.resolver.resolve(hostname_of_authority(lease.host))
@@ -602,7 +637,8 @@ class CrawlEngine:
             self._release(lease, 0.0, put_back=entry, contacted=False)
             self.stop("max-pages")
             return
-        result = await self._fetch_page(fetcher, entry.url)
+        validators = self.refreshing.validators(entry.url) if self.refreshing is not None else None
+        result = await self._fetch_page(fetcher, entry.url, validators)
         attempts = self.resume_state.attempts.pop(entry.url, 0) + 1
         decision = self.retry.decide(result, attempts)
         first = fingerprint = None
@@ -621,6 +657,10 @@ class CrawlEngine:
                 self._follow_up(recorded, entry)
                 if not decision.retry:
                     self.handoff.page_done(result, entry, recorded.page)
+                if self.refreshing is not None:
+                    if fingerprint is None and result.status == 200:
+                        fingerprint = result.payload_fingerprint()
+                    self.refreshing.fetched(result, entry, fingerprint=fingerprint, retry=decision.retry)
             if decision.retry:  # back into the frontier, behind a longer rest of its host: no worker waits
                 self.resume_state.attempts[entry.url] = attempts
                 self.stats.retries += 1
@@ -683,10 +723,12 @@ class CrawlEngine:
 
     # -- extension points (crawlspace.hooks) ---------------------------------------------------
 
-    async def _fetch_page(self, fetcher: Fetcher, url: str) -> FetchResult:
-        """The built-in HTTP fetch, or the handler registered for the URL's scheme."""
+    async def _fetch_page(self, fetcher: Fetcher, url: str, validators: Validators | None = None) -> FetchResult:
+        """The built-in HTTP fetch (conditional with `validators`), or the handler registered for the URL's scheme."""
         handler = self.extensions.handler_for(url)
-        return await (fetcher.fetch(url) if handler is None else self.extensions.fetch(handler, url))
+        if handler is None:
+            return await fetcher.fetch(url, validators=validators)
+        return await self.extensions.fetch(handler, url)
 
     async def _process_by_handler(self, lease: Lease) -> None:
         """A URL of a non-HTTP scheme (file:) that a registered handler fetches: no DNS, no robots.txt,

@@ -152,6 +152,9 @@ class FetchRecorder:
         if not result.status:
             self.store.record(result, depth=entry.depth)
             return Recorded()
+        if result.not_modified:  # a conditional refetch (crawl/refreshing.py): the stored copy is current
+            self.store.record_not_modified(result, depth=entry.depth)
+            return Recorded()
         if result.outcome is Outcome.REDIRECT:
             self.store.record(result, depth=entry.depth)
             location = result.header("location")

@@ -52,7 +52,8 @@ class RefreshPolicy(Protocol):
     the sample's share of the budget, it returns the rule that gives any page its frequency (the
     crawl's scheduler applies it to each page as it is refetched, and fits again now and then)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def frequencies(self, rates: FloatArray, weights: FloatArray, budget: float) -> FloatArray: ...
 

@@ -30,6 +30,7 @@ simulations; tests hold the two to the same behaviour.
 from __future__ import annotations
 
 import bisect
+import math
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,7 +49,7 @@ URL = b"u"
 DEFAULT_LEASE = 3600.0  # seconds a URL handed out waits before it is handed out again, unless refetched
 _KEY = struct.Struct(">QQ")
 _COUNT = struct.Struct(">Q")
-_MAX_DUE_US = (1 << 64) - 1
+_MAX_DUE_US = (1 << 64) - 2  # so that "due at or before" (one more) still fits the key
 
 
 class ScheduleError(Exception):
@@ -96,6 +97,10 @@ class Schedule(Protocol):
 
 
 def _micros(due: float) -> int:
+    if math.isnan(due):
+        raise ScheduleError("a due time must be a number, not NaN")
+    if math.isinf(due):
+        return _MAX_DUE_US if due > 0 else 0
     return min(_MAX_DUE_US, max(0, round(due * 1_000_000)))
 
 

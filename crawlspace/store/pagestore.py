@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from crawlspace.fetch import FetchResult
 from crawlspace.parse import ParsedPage
 from crawlspace.store.crawltable import DEFAULT_MAX_VERSIONS, CrawlTable, FetchInfo, fetch_info
@@ -213,6 +215,42 @@ class PageStore:
         if capture is None:
             capture = self.warc.write_exchange(result, metadata=metadata)
         self._write_row(url, result, previous, capture, fingerprint, depth, None, [], duplicate_of=original_url)
+        return capture
+
+    def record_not_modified(self, result: FetchResult, *, depth: int | None = None) -> Capture | None:
+        """Store a 304 to a conditional GET: a revisit record (server-not-modified) referring to the
+        page's stored response, and a `fetch` cell saying the stored copy is current (the status and
+        fingerprint of that copy, outcome "not-modified", unchanged); the page's content cells stay.
+        Without a stored response to refer to (lost with a crash), the 304 is stored as it came."""
+        url = result.url
+        previous = self._previous(url)
+        original, before = previous.capture, previous.fetch
+        if original is None or before is None or before.status != 200:
+            return self.record(result, depth=depth)
+        metadata = fetch_metadata(result, extra=_extra(depth))
+        capture = self.warc.write_revisit(result, url, original.date, original=original, metadata=metadata)
+        self.stats.revisits += 1
+        now = result.started or time.time()
+        info = msgspec.structs.replace(
+            before,
+            outcome="not-modified",
+            fetched=now,
+            duration=round(result.duration, 6),
+            fetches=before.fetches + 1,
+            changed=False,
+            etag=result.header("etag") or before.etag,
+            last_modified=result.header("last-modified") or before.last_modified,
+            address=result.address,
+            error=None,
+        )
+        key = row_key(url)
+        if previous.in_table:
+            self.table.trim(key, "fetch", qualifier="", keep=self.table.max_versions["fetch"] - 1)
+        self.table.put_cells(key, [("fetch", "", info)], now)
+        self._pending[url] = _Previous(fetch=info, outlinks=previous.outlinks, capture=original, in_table=True)
+        self.stats.pages += 1
+        self._unflushed_pages += 1
+        self.maybe_flush()
         return capture
 
     def _previous(self, url: str) -> _Previous:

@@ -55,6 +55,7 @@ from crawlspace.store.cdxj import CdxjEntry, cdxj_path, write_cdxj
 WARC_VERSION = "WARC/1.1"
 WARC_SUFFIX = ".warc.gz"
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 CONFORMS_TO = "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
 _DROPPED_RESPONSE_HEADERS = frozenset({"transfer-encoding"})
 _GZIP_WBITS = 31
@@ -408,7 +409,8 @@ class WarcWriter:
         original: Capture | None = None,
         metadata: Sequence[tuple[str, str]] | None = None,
     ) -> Capture:
-        """A revisit record (identical-payload-digest profile): HTTP headers only; the payload is the
+        """A revisit record (identical-payload-digest profile; server-not-modified for a 304 to a
+        conditional GET, whose payload is the original's): HTTP headers only; the payload is the
         one stored for `original_url` at `original_date` (a WARC date), which is what the profile
         requires (WARC/1.1 §6.7.2: WARC-Refers-To-Target-URI, WARC-Refers-To-Date). The original's
         record id (WARC-Refers-To, optional) is added when its `original` capture is given; then its
@@ -418,14 +420,15 @@ class WarcWriter:
         current = self._ensure_file()
         date = warc_date(result.started)
         revisit_id = self._new_id()
-        payload_digest = sha1_digest(result.body)
+        not_modified = result.status == 304  # the server said so (WARC/1.1 6.7.3): there is no payload to compare
+        payload_digest = original.payload_digest if not_modified and original is not None else sha1_digest(result.body)
         if original is not None and payload_digest != original.payload_digest:
             raise ValueError(f"revisit of {result.url}: payload digest differs from the original's")
         headers = [
             ("WARC-Type", "revisit"),
             ("WARC-Record-ID", revisit_id),
             *self._common(current, result, date),
-            ("WARC-Profile", REVISIT_PROFILE),
+            ("WARC-Profile", NOT_MODIFIED_PROFILE if not_modified else REVISIT_PROFILE),
             *([("WARC-Refers-To", original.record_id)] if original is not None else []),
             ("WARC-Refers-To-Target-URI", original_url),
             ("WARC-Refers-To-Date", original_date),

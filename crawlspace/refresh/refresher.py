@@ -1,0 +1,252 @@
+"""A continuous crawl's refresher: what the engine asks after each fetch ("when again?") and before each
+fetch ("what did it look like last time?"), and the feed of due URLs back into the frontier.
+
+Who fills it and who drains it: the engine reports every page fetch (`fetched`: the status, the body's
+fingerprint, the validators the server sent); the refresher turns it into an observation of the
+page's change history (changed: another fingerprint; unchanged: the same one, or a 304), estimates
+the page's change rate (estimate.py, borrowing its host's rate while the page's history is short),
+asks the refresh policy for a frequency, and puts the page into the schedule (schedule.py) at its
+next due time, with the history and validators as the entry's data. The engine's feeder calls
+`due(now)`, which hands out due URLs no faster than the refresh budget (`rate` fetches per second:
+`max_rate x refresh_share` of this partition), for the frontier's front queues, where politeness,
+robots.txt and the URL filter apply as for new URLs; before fetching one, the engine asks for its
+`validators` (a conditional GET).
+
+The policy is fitted every `refit_every` seconds to a reservoir sample of the pages' current
+estimates (policies.RefreshPolicy.fit), so a crawl of any size holds a sample in memory, not its
+pages. Weights are 1 (plain freshness) until page quality is wired in.
+
+Invariants: a page fetched is in the schedule once (its next due time); a URL handed out stays in
+the schedule under a lease until its refetch reschedules it, so a crash between the two loses
+nothing (schedule.py); a URL handed out again while its refetch is still queued is fetched at most
+once per `min_interval` (`recently_fetched`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+
+import msgspec
+import numpy as np
+
+from crawlspace.fetch import Validators
+from crawlspace.refresh.estimate import Blend, ChangeHistory, estimate_rate, observe
+from crawlspace.refresh.policies import PageRule, RefreshPolicy
+from crawlspace.refresh.schedule import Schedule
+from crawlspace.urls import host_of
+
+SAMPLE = 4096  # pages whose estimates the policy is fitted to
+REFIT_EVERY = 30.0  # seconds between fits
+HOST_HISTORY = 4  # observations before a page's own estimate counts towards its host's rate
+DEFAULT_RATE = 1.0 / 86400.0  # changes per second assumed of a page of a host with nothing seen yet
+
+
+class PageRecord(msgspec.Struct, array_like=True):
+    """What the schedule keeps with a page: its change history and what the last fetch saw."""
+
+    fetched: float  # Unix time of the last fetch
+    fingerprint: int | None
+    etag: str | None
+    last_modified: str | None
+    depth: int
+    history: ChangeHistory = msgspec.field(default_factory=ChangeHistory)
+
+
+@dataclass
+class _HostRate:
+    total: float = 0.0
+    pages: int = 0
+
+    @property
+    def rate(self) -> float | None:
+        return self.total / self.pages if self.pages else None
+
+
+@dataclass
+class RefreshStats:
+    scheduled: int = 0  # fetches rescheduled
+    changed: int = 0
+    unchanged: int = 0
+    not_modified: int = 0  # 304 answers to conditional GETs
+    handed_out: int = 0
+    skipped_recent: int = 0
+    fits: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Refresher:
+    schedule: Schedule
+    policy: RefreshPolicy
+    rate: float  # refresh fetches per second this refresher may hand out
+    min_interval: float = 60.0
+    max_interval: float = 30 * 86400.0
+    clock: Callable[[], float] = time.time
+    refit_every: float = REFIT_EVERY
+    stats: RefreshStats = field(default_factory=RefreshStats)
+
+    def __post_init__(self) -> None:
+        self._encoder = msgspec.msgpack.Encoder()
+        self._decoder = msgspec.msgpack.Decoder(PageRecord)
+        self._hosts: dict[str, _HostRate] = {}
+        self._sample: list[float] = []
+        self._seen = 0  # estimates offered to the reservoir
+        self._random = random.Random(0)
+        self._rule: PageRule | None = None
+        self._fitted_at = -math.inf
+        self._tokens = 0.0
+        self._tokens_at: float | None = None
+
+    def __repr__(self) -> str:
+        return f"Refresher({self.policy.name}, {self.rate:g}/s, {len(self.schedule)} scheduled)"
+
+    # -- before a fetch ------------------------------------------------------------------------
+
+    def record(self, url: str) -> PageRecord | None:
+        entry = self.schedule.entry(url)
+        if entry is None or not entry.data:
+            return None
+        try:
+            return self._decoder.decode(entry.data)
+        except msgspec.DecodeError:
+            return None  # a damaged entry: the page is fetched as if new, and its record rewritten
+
+    def validators(self, url: str) -> Validators | None:
+        record = self.record(url)
+        if record is None or not (record.etag or record.last_modified):
+            return None
+        return Validators(record.etag, record.last_modified)
+
+    def recently_fetched(self, url: str) -> bool:
+        """Fetched less than `min_interval` ago: a second copy of its refresh (a lease that ran out
+        while the first waited in the frontier, or a resume) is dropped."""
+        record = self.record(url)
+        if record is not None and self.clock() - record.fetched < self.min_interval:
+            self.stats.skipped_recent += 1
+            return True
+        return False
+
+    # -- after a fetch -------------------------------------------------------------------------
+
+    def fetched(
+        self,
+        url: str,
+        *,
+        status: int,
+        fingerprint: int | None,
+        etag: str | None,
+        last_modified: str | None,
+        depth: int,
+        at: float | None = None,
+    ) -> float:
+        """Reschedule a page after a fetch that got a response; its next due time."""
+        now = self.clock() if at is None else at
+        record = self.record(url)
+        not_modified = status == 304
+        if record is not None:
+            if not_modified:
+                fingerprint = record.fingerprint
+                self.stats.not_modified += 1
+            changed = fingerprint != record.fingerprint
+            self.stats.changed += changed
+            self.stats.unchanged += not changed
+            modified_at = _http_date(last_modified) if changed else None
+            record.history.add(observe(record.fetched, now, changed=changed, last_modified=modified_at))
+            record.fetched, record.fingerprint = now, fingerprint
+            record.etag = etag or (record.etag if not_modified else None)
+            record.last_modified = last_modified or (record.last_modified if not_modified else None)
+        else:
+            record = PageRecord(now, fingerprint, etag, last_modified, depth)
+        host = host_of(url)
+        rate = self._rate(record.history, host)
+        frequency = self._frequency(rate, now)
+        interval = self.max_interval if frequency <= 0 else 1.0 / frequency
+        interval = min(max(interval, self.min_interval), self.max_interval)
+        due = now + interval
+        self.schedule.put(url, due, 0, self._encoder.encode(record))
+        self.stats.scheduled += 1
+        return due
+
+    def _rate(self, history: ChangeHistory, host: str) -> float:
+        known = self._hosts.setdefault(host, _HostRate())
+        own = estimate_rate(history.observations)
+        if len(history) >= HOST_HISTORY:  # seed 004's cluster sampling: the host's pages with a history
+            # (a mean over refetches, so pages refetched more often weigh more: the host's busy pages)
+            known.total += own
+            known.pages += 1
+        prior = known.rate if known.rate is not None else self._global_rate()
+        rate = Blend().rate(own, len(history), prior)
+        self._offer(rate)
+        return rate
+
+    def _global_rate(self) -> float:
+        return float(np.mean(self._sample)) if self._sample else DEFAULT_RATE
+
+    def _offer(self, rate: float) -> None:
+        """Reservoir sampling (Vitter's algorithm R) of the estimates the policy is fitted to."""
+        self._seen += 1
+        if len(self._sample) < SAMPLE:
+            self._sample.append(rate)
+            return
+        slot = self._random.randrange(self._seen)
+        if slot < SAMPLE:
+            self._sample[slot] = rate
+
+    def _frequency(self, rate: float, now: float) -> float:
+        if self._rule is None or now - self._fitted_at >= self.refit_every:
+            pages = max(len(self.schedule), 1)
+            rates = np.array(self._sample or [rate])
+            share = self.rate * len(rates) / max(pages, len(rates))
+            self._rule = self.policy.fit(rates, np.ones(len(rates)), share)
+            self._fitted_at = now
+            self.stats.fits += 1
+        return self._rule.frequency(rate, 1.0)
+
+    # -- the feed ------------------------------------------------------------------------------
+
+    def due(self, limit: int, *, lease: float) -> list[tuple[str, int]]:
+        """(url, depth) of due pages, no more than the budget allows since the last call."""
+        now = self.clock()
+        if self._tokens_at is None:
+            self._tokens_at = now
+        self._tokens = min(self._tokens + (now - self._tokens_at) * self.rate, max(1.0, self.rate))
+        self._tokens_at = now
+        allowed = min(limit, int(self._tokens))
+        if allowed <= 0:
+            return []
+        taken = self.schedule.take(now, allowed, lease=lease)
+        self._tokens -= len(taken)
+        self.stats.handed_out += len(taken)
+        out: list[tuple[str, int]] = []
+        for item in taken:
+            try:
+                depth = self._decoder.decode(item.data).depth if item.data else 0
+            except msgspec.DecodeError:
+                depth = 0
+            out.append((item.url, depth))
+        return out
+
+    def next_due(self) -> float | None:
+        return self.schedule.next_due()
+
+    def commit(self, *, sync: bool = True) -> None:
+        self.schedule.commit(sync=sync)
+
+    def close(self) -> None:
+        self.schedule.close()
+
+
+def _http_date(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
