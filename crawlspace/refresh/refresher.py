@@ -12,7 +12,8 @@ next due time, with the history and validators as the entry's data. The engine's
 robots.txt and the URL filter apply as for new URLs; before fetching one, the engine asks for its
 `validators` (a conditional GET).
 
-The policy is fitted every `refit_every` seconds to a reservoir sample of the pages' current
+The policy is fitted every `refit_every` seconds (and whenever the schedule has grown or shrunk by a
+tenth since) to a reservoir sample of the pages' current
 estimates (policies.RefreshPolicy.fit), so a crawl of any size holds a sample in memory, not its
 pages. Weights are 1 (plain freshness) until page quality is wired in.
 
@@ -96,11 +97,13 @@ class Refresher:
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder = msgspec.msgpack.Decoder(PageRecord)
         self._hosts: dict[str, _HostRate] = {}
-        self._sample: list[float] = []
-        self._seen = 0  # estimates offered to the reservoir
+        self._sampled: list[str] = []  # a uniform sample of the pages (reservoir sampling as they are first fetched)
+        self._sample: dict[str, float] = {}  # ... with each one's current estimate
+        self._pages_seen = 0
         self._random = random.Random(0)
         self._rule: PageRule | None = None
         self._fitted_at = -math.inf
+        self._fitted_pages = 0
         self._tokens = 0.0
         self._tokens_at: float | None = None
 
@@ -164,9 +167,10 @@ class Refresher:
             record.last_modified = last_modified or (record.last_modified if not_modified else None)
         else:
             record = PageRecord(now, fingerprint, etag, last_modified, depth)
-        host = host_of(url)
-        rate = self._rate(record.history, host)
-        frequency = self._frequency(rate, now)
+        new_page = self.schedule.entry(url) is None
+        rate = self._rate(record.history, host_of(url))
+        self._offer(url, rate, new_page=new_page)
+        frequency = self._frequency(rate, now, new_page=new_page)
         interval = self.max_interval if frequency <= 0 else 1.0 / frequency
         interval = min(max(interval, self.min_interval), self.max_interval)
         due = now + interval
@@ -182,27 +186,37 @@ class Refresher:
             known.total += own
             known.pages += 1
         prior = known.rate if known.rate is not None else self._global_rate()
-        rate = Blend().rate(own, len(history), prior)
-        self._offer(rate)
-        return rate
+        return Blend().rate(own, len(history), prior)
 
     def _global_rate(self) -> float:
-        return float(np.mean(self._sample)) if self._sample else DEFAULT_RATE
+        return float(np.mean(list(self._sample.values()))) if self._sample else DEFAULT_RATE
 
-    def _offer(self, rate: float) -> None:
-        """Reservoir sampling (Vitter's algorithm R) of the estimates the policy is fitted to."""
-        self._seen += 1
-        if len(self._sample) < SAMPLE:
-            self._sample.append(rate)
+    def _offer(self, url: str, rate: float, *, new_page: bool) -> None:
+        """The sample the policy is fitted to: pages drawn uniformly (Vitter's algorithm R over pages as
+        they are first fetched), each with its latest estimate; a page refetched more often must not
+        weigh more."""
+        if url in self._sample:
+            self._sample[url] = rate
             return
-        slot = self._random.randrange(self._seen)
+        if not new_page:
+            return
+        self._pages_seen += 1
+        if len(self._sampled) < SAMPLE:
+            self._sampled.append(url)
+            self._sample[url] = rate
+            return
+        slot = self._random.randrange(self._pages_seen)
         if slot < SAMPLE:
-            self._sample[slot] = rate
+            del self._sample[self._sampled[slot]]
+            self._sampled[slot] = url
+            self._sample[url] = rate
 
-    def _frequency(self, rate: float, now: float) -> float:
-        if self._rule is None or now - self._fitted_at >= self.refit_every:
-            pages = max(len(self.schedule), 1)
-            rates = np.array(self._sample or [rate])
+    def _frequency(self, rate: float, now: float, *, new_page: bool) -> float:
+        pages = len(self.schedule) + new_page  # the page being rescheduled counts, once
+        grown = abs(pages - self._fitted_pages) > 0.1 * self._fitted_pages  # the crawl's first pass, mostly
+        if self._rule is None or grown or now - self._fitted_at >= self.refit_every:
+            self._fitted_pages = pages
+            rates = np.array(list(self._sample.values()) or [rate])
             share = self.rate * len(rates) / max(pages, len(rates))
             self._rule = self.policy.fit(rates, np.ones(len(rates)), share)
             self._fitted_at = now

@@ -1,0 +1,117 @@
+"""The refresher without a crawl: a fake clock and the in-memory schedule. What each fetch does to a
+page's history and next due time, the feed's pace, the guard against a second copy of a refresh."""
+
+from __future__ import annotations
+
+import pytest
+
+from crawlspace.crawl.ratelimit import RateLimit
+from crawlspace.refresh.policies import Optimal, Proportional, Uniform
+from crawlspace.refresh.refresher import Refresher
+from crawlspace.refresh.schedule import MemorySchedule
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def refresher(policy: object = None, rate: float = 1.0) -> tuple[Refresher, Clock]:
+    clock = Clock()
+    made = Refresher(MemorySchedule(), policy or Optimal(), rate, min_interval=10.0, max_interval=10_000.0, clock=clock)  # type: ignore[arg-type]
+    return made, clock
+
+
+def test_each_fetch_adds_an_observation_and_the_validators_are_kept() -> None:
+    made, clock = refresher()
+    url = "http://a.test/"
+    first = made.fetched(url, status=200, fingerprint=1, etag='"a"', last_modified=None, depth=2)
+    assert 1_000_010.0 <= first <= 1_010_000.0 and made.schedule.due_time(url) == first
+    assert made.validators(url) is not None and made.validators(url).etag == '"a"'  # type: ignore[union-attr]
+    clock.now += 100
+    made.fetched(url, status=304, fingerprint=None, etag=None, last_modified=None, depth=2)
+    record = made.record(url)
+    assert record is not None and record.fingerprint == 1 and record.etag == '"a"'  # a 304 keeps the copy's
+    assert [o.changed for o in record.history.observations] == [False]
+    clock.now += 100
+    made.fetched(url, status=200, fingerprint=2, etag='"b"', last_modified=None, depth=2)
+    record = made.record(url)
+    assert record is not None and [o.changed for o in record.history.observations] == [False, True]
+    assert made.stats.not_modified == 1 and made.stats.changed == 1 and made.stats.unchanged == 1
+    assert record.depth == 2
+
+
+def history_of_two(policy: object, rate: float) -> tuple[float, float, float]:
+    """A page that changed at each of 13 fetches 10 minutes apart and one that never did, on one host:
+    (now, the first's next due time, the second's)."""
+    made, clock = refresher(policy, rate=rate)
+    for k in range(13):
+        clock.now += 600.0
+        made.fetched("http://a.test/often", status=200, fingerprint=k, etag=None, last_modified=None, depth=0)
+        made.fetched("http://a.test/never", status=200, fingerprint=0, etag=None, last_modified=None, depth=0)
+    often = made.schedule.due_time("http://a.test/often")
+    never = made.schedule.due_time("http://a.test/never")
+    assert often is not None and never is not None
+    return clock.now, often, never
+
+
+def test_proportional_comes_back_sooner_to_the_page_that_changes_more() -> None:
+    now, often, never = history_of_two(Proportional(), rate=0.001)
+    assert now + 10.0 <= often < never <= now + 10_000.0
+
+
+def test_optimal_gives_up_on_a_page_that_changes_too_often_for_its_budget() -> None:
+    """Cho & Garcia-Molina: with a budget too small to keep the fast page fresh, a fetch of the slow
+    one buys more freshness: the fast page gets the longest interval, the slow one a shorter one."""
+    now, often, never = history_of_two(Optimal(), rate=0.0002)
+    assert never < often == pytest.approx(now + 10_000.0)
+    now, often, never = history_of_two(Optimal(), rate=0.01)  # a budget for both: the fast one more often
+    assert often < never
+
+
+def test_uniform_gives_every_page_the_same_interval() -> None:
+    made, clock = refresher(Uniform(), rate=0.01)
+    made.fetched("http://a.test/1", status=200, fingerprint=1, etag=None, last_modified=None, depth=0)
+    made.fetched("http://a.test/2", status=200, fingerprint=1, etag=None, last_modified=None, depth=0)
+    one, two = made.schedule.due_time("http://a.test/1"), made.schedule.due_time("http://a.test/2")
+    assert one is not None and two is not None
+    assert two - clock.now == pytest.approx(200.0)  # two pages at 0.01 fetches per second: every 200 s
+
+
+def test_the_feed_keeps_to_the_refresh_budget() -> None:
+    made, clock = refresher(rate=2.0)
+    for k in range(50):
+        made.schedule.put(f"http://a.test/{k}", clock.now - 1.0)
+    assert made.due(100, lease=60.0) == []  # no budget yet: it accrues from the first call
+    handed = 0
+    for _ in range(10):
+        clock.now += 1.0
+        handed += len(made.due(100, lease=60.0))
+    assert handed == 20  # 2 a second for 10 seconds
+    assert made.due(100, lease=60.0) == []
+    clock.now += 100.0  # a pause: at most a second's worth at once
+    assert len(made.due(100, lease=60.0)) == 2
+
+
+def test_a_second_copy_of_a_refresh_is_dropped() -> None:
+    made, clock = refresher()
+    made.fetched("http://a.test/", status=200, fingerprint=1, etag=None, last_modified=None, depth=0)
+    clock.now += 5.0
+    assert made.recently_fetched("http://a.test/")
+    clock.now += 10.0
+    assert not made.recently_fetched("http://a.test/") and not made.recently_fetched("http://b.test/")
+
+
+def test_the_rate_limit_spaces_fetches() -> None:
+    limit = RateLimit(4.0)
+    waits = [limit.reserve(10.0) for _ in range(4)]
+    assert waits == pytest.approx([0.0, 0.25, 0.5, 0.75])
+    assert limit.reserve(20.0) == 0.0  # idle since: no debt, no burst beyond one
+    assert limit.reserve(20.0) == pytest.approx(0.25)
+    burst = RateLimit(4.0, burst=3.0)
+    assert [burst.reserve(5.0) for _ in range(4)] == pytest.approx([0.0, 0.0, 0.0, 0.25])
+    with pytest.raises(ValueError):
+        RateLimit(0.0)
