@@ -189,7 +189,8 @@ def _raise_wrong_offset(
     at = decode.offset_entry_position(bitstream.words_of(data), 8 * len(data), node, compression.codes["OFFSETS"])
     raise GraphFormatError(
         path,
-        f"offset {offsets[node]} of node {node}, but its list begins at bit {starts[node]}",
+        f"the offsets and the graph disagree: node {node}'s offset is {offsets[node]}, its list begins at bit "
+        f"{starts[node]} of the graph file",
         bit=int(at),
         node=node,
     )

@@ -131,7 +131,7 @@ def _list_cost_or_write(buffer, pos, write, node, reference, reference_list, cur
             run = 1
             while i + run < extra_count and extras[i + run - 1] + 1 == extras[i + run]:
                 run += 1
-            if run >= min_interval:
+            if run >= min_interval and run >= 2:  # as WebGraph's intervalize, even when minintervallength is 1
                 lefts[interval_count] = extras[i]
                 lengths[interval_count] = run
                 interval_count += 1
