@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 
 from crawlspace.graph import bitstream, decode, encode
 from crawlspace.graph.csr import CsrGraph
+from crawlspace.graph.eliasfano import EliasFano
 from crawlspace.graph.errors import GraphFormatError
 from crawlspace.graph.properties import MAX_NODES, Compression, GraphProperties, format_properties, read_properties
 
@@ -67,13 +68,13 @@ def _raise_for(status: NDArray[np.int64], path: Path) -> None:
 
 @dataclass(frozen=True, eq=False)
 class BVGraph:
-    """A BVGraph in memory, for random access to any node's successors (the offsets kept as an int64 array)."""
+    """A BVGraph in memory, for random access to any node's successors."""
 
     basename: Path
     properties: GraphProperties
     words: NDArray[np.uint64]
     nbits: int
-    starts: NDArray[np.int64]
+    offsets: EliasFano
     """The first bit of each list, and the length of the stream (n + 1 entries)."""
     parameters: NDArray[np.int64]
 
@@ -103,7 +104,7 @@ class BVGraph:
         _check_sum(graph_path, data, properties.values.get(CHECKSUM_KEYS[GRAPH]))
         if offsets is not None:
             _check_sum(offsets_path, offsets_path.read_bytes(), properties.values.get(CHECKSUM_KEYS[OFFSETS]))
-        return cls(basename, properties, words, nbits, starts, parameters)
+        return cls(basename, properties, words, nbits, EliasFano.of(starts), parameters)
 
     @property
     def num_nodes(self) -> int:
@@ -116,15 +117,17 @@ class BVGraph:
     @property
     def bits_per_link(self) -> float:
         """The stream's length in bits (to the end of the last list) per arc, as WebGraph's `bitsperlink`."""
-        return float(self.starts[-1]) / max(self.num_arcs, 1)
+        return self.offsets[-1] / max(self.num_arcs, 1)
 
     def successors(self, node: int) -> NDArray[np.int32]:
         if not 0 <= node < self.num_nodes:
             raise IndexError(f"node {node} is not in 0..{self.num_nodes - 1}")
         status = np.zeros(4, np.int64)
+        offsets = self.offsets
         result: NDArray[np.int32] = decode.successors_of(
-            self.words, self.nbits, self.starts, self.parameters, node, status
-        )
+            self.words, self.nbits, offsets.upper, offsets.lower, offsets.samples, offsets.low_bits, self.parameters,
+            node, status,
+        )  # fmt: skip
         if status[0]:
             _raise_for(status, _path(self.basename, GRAPH))
         return result

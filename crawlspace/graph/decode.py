@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from crawlspace.graph import eliasfano
 from crawlspace.graph._jit import jit
 from crawlspace.graph.bitstream import TOO_LONG, is_padding, nat2int, read_code, read_gamma
 
@@ -291,15 +292,16 @@ def decode_all(words, nbits, params, arcs, pointers, successors, starts, status)
 
 
 @jit
-def successors_of(words, nbits, starts, params, node, status):
+def successors_of(words, nbits, upper, lower, samples, low_bits, params, node, status):
     """The list of one node by random access: its reference chain is followed down to a list without a
-    reference and decoded back up, each list copying from the one below."""
+    reference and decoded back up, each list copying from the one below. The lists' first bits are the
+    Elias-Fano list (upper, lower, samples, low_bits) of `eliasfano`."""
     chain = np.empty((8, 4), np.int64)  # per level: node, outdegree, reference, position after the header
     empty = np.empty(0, np.int32)
     depth = 0
     current = node
     while True:
-        pos = starts[current]
+        pos = eliasfano.get(upper, lower, samples, low_bits, current)
         if pos > nbits:
             _fail(status, OFFSET_OUT_OF_RANGE, current, pos)
             return empty
@@ -315,7 +317,7 @@ def successors_of(words, nbits, starts, params, node, status):
         if reference == 0:
             break
         if depth == params[P_MAX_REF]:
-            _fail(status, REFERENCE_CHAIN_TOO_LONG, node, starts[node])
+            _fail(status, REFERENCE_CHAIN_TOO_LONG, node, eliasfano.get(upper, lower, samples, low_bits, node))
             return empty
         depth += 1
         current -= reference

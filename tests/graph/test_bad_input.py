@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from crawlspace.graph import BVGraph, CsrGraph, GraphFormatError, write_bvgraph
 from crawlspace.graph import bitstream as bits
 from crawlspace.graph.bvformat import CHECKSUM_KEYS, _parameters
+from crawlspace.graph.eliasfano import EliasFano
 from crawlspace.graph.properties import format_properties, read_properties
 
 
@@ -273,7 +274,7 @@ def test_random_bytes_never_crash_or_hang(
     nbits = 8 * len(data)
     starts = np.sort(np.random.default_rng(len(data)).integers(0, nbits + 1, properties.nodes + 1))
     parameters = _parameters(properties.nodes, properties.compression)
-    graph = BVGraph(basename, properties, bits.words_of(data), nbits, starts, parameters)
+    graph = BVGraph(basename, properties, bits.words_of(data), nbits, EliasFano.of(starts), parameters)
     for node in range(properties.nodes):
         try:
             successors = graph.successors(node)

@@ -51,6 +51,7 @@ def test_codes_are_dsiutils_codes(code: int, value: int, k: int, expected: str) 
     assert encoded(code, value, k) == expected
 
 
+@settings(deadline=None)  # the first example compiles the kernels
 @given(
     st.sampled_from(sorted(CODES)),
     st.integers(1, 7),
@@ -116,7 +117,7 @@ def assert_round_trip(graph: CsrGraph, compression: Compression, basename: Path)
     for node in range(graph.num_nodes):
         assert np.array_equal(loaded.successors(node), graph.successors_of(node)), node
     trusting = BVGraph.load(basename, verify=False)  # the offsets file, not a sequential pass
-    assert np.array_equal(trusting.starts, loaded.starts)
+    assert np.array_equal(trusting.offsets.to_array(), loaded.offsets.to_array())
     return loaded
 
 
