@@ -133,7 +133,18 @@ class BVGraph:
         return result
 
     def outdegree(self, node: int) -> int:
-        return len(self.successors(node))
+        """From the list's first code alone (no copy from its reference)."""
+        if not 0 <= node < self.num_nodes:
+            raise IndexError(f"node {node} is not in 0..{self.num_nodes - 1}")
+        status = np.zeros(4, np.int64)
+        offsets = self.offsets
+        degree = decode.outdegree_of(
+            self.words, self.nbits, offsets.upper, offsets.lower, offsets.samples, offsets.low_bits, self.parameters,
+            node, status,
+        )  # fmt: skip
+        if status[0]:
+            _raise_for(status, _path(self.basename, GRAPH))
+        return int(degree)
 
     def to_csr(self) -> CsrGraph:
         """Every list, decoded in one sequential pass."""
@@ -175,8 +186,7 @@ def _read_offsets(path: Path, nodes: int, compression: Compression, graph_bits: 
     status = np.zeros(4, np.int64)
     code = compression.codes["OFFSETS"]
     end = decode.decode_offsets(words, nbits, nodes + 1, code, graph_bits, offsets, status)
-    if status[0] != decode.OK:
-        raise GraphFormatError(path, decode.MESSAGES[int(status[0])], bit=int(status[2]), node=int(status[1]))
+    _raise_for(status, path)
     if not bitstream.is_padding(words, end, nbits):
         raise GraphFormatError(path, decode.MESSAGES[decode.DATA_AFTER_LAST_LIST], bit=int(end))
     if offsets[0] != 0:

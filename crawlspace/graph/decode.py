@@ -338,6 +338,15 @@ def successors_of(words, nbits, upper, lower, samples, low_bits, params, node, s
 
 
 @jit
+def outdegree_of(words, nbits, upper, lower, samples, low_bits, params, node, status):
+    pos = eliasfano.get(upper, lower, samples, low_bits, node)
+    if pos > nbits:
+        return _fail(status, OFFSET_OUT_OF_RANGE, node, pos)
+    degree, _, pos = read_header(words, nbits, pos, node, params, status)
+    return degree
+
+
+@jit
 def decode_offsets(words, nbits, count, code, limit, offsets, status):
     """The `.offsets` file: `count` gaps (γ or δ) summed into bit offsets, none beyond `limit` (the graph's
     length in bits); returns the position after them."""

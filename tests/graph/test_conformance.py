@@ -46,6 +46,7 @@ def test_random_access_gives_the_lists_of_the_sequential_pass(graph: BVGraph, su
     nodes = [*np.random.default_rng(20).integers(0, NODES, 5000).tolist(), 0, 1, NODES - 1]
     for node in nodes:
         assert np.array_equal(graph.successors(node), successors.successors_of(node)), node
+        assert graph.outdegree(node) == len(successors.successors_of(node))
     with pytest.raises(IndexError):
         graph.successors(NODES)
 
