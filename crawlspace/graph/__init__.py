@@ -23,7 +23,7 @@ write also carry an xxh3 checksum of each file (WebGraph ignores keys it does no
 inside a gap can leave a well-formed, wrong list.
 """
 
-from crawlspace.graph.bvformat import BVGraph, write_bvgraph
+from crawlspace.graph.bvformat import BVGraph, write_bvgraph, write_offsets
 from crawlspace.graph.connectivity import LinkGraph, open, write_link_graph
 from crawlspace.graph.csr import CsrGraph
 from crawlspace.graph.errors import GraphFormatError
@@ -38,4 +38,5 @@ __all__ = [
     "open",
     "write_bvgraph",
     "write_link_graph",
+    "write_offsets",
 ]

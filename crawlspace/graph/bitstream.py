@@ -82,8 +82,8 @@ def read_unary(words, pos, nbits):
 
 
 @jit
-def read_gamma(words, pos, nbits):
-    length, pos = read_unary(words, pos, nbits)
+def _below_leading_one(words, pos, nbits, length):
+    """γ's and δ's second part: x + 1 has `length` bits below its leading one, which are read here."""
     if pos > nbits:
         return np.int64(0), pos
     if length > MAX_CODE_BITS:
@@ -93,14 +93,15 @@ def read_gamma(words, pos, nbits):
 
 
 @jit
+def read_gamma(words, pos, nbits):
+    length, pos = read_unary(words, pos, nbits)
+    return _below_leading_one(words, pos, nbits, length)
+
+
+@jit
 def read_delta(words, pos, nbits):
     length, pos = read_gamma(words, pos, nbits)
-    if pos > nbits:
-        return np.int64(0), pos
-    if length > MAX_CODE_BITS:
-        return np.int64(0), TOO_LONG
-    value = (np.int64(1) << length) | read_bits(words, pos, length)
-    return value - 1, pos + length
+    return _below_leading_one(words, pos, nbits, length)
 
 
 @jit

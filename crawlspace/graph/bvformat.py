@@ -247,15 +247,27 @@ def write_bvgraph(basename: Path | str, graph: CsrGraph, compression: Compressio
         values[key] = xxhash.xxh3_64_hexdigest(contents[extension])
     contents[PROPERTIES] = format_properties(values).encode("latin-1")
     basename = Path(basename)
+    _write_files(basename, contents)
+    return values
+
+
+def write_offsets(basename: Path | str) -> Path:
+    """Writes `basename.offsets` for a graph that has none (as WebGraph's `BVGraph -O`), from a sequential pass."""
+    graph = BVGraph.load(basename)
+    buffer, nbits = encode.encode_offsets(graph.offsets.to_array(), graph.properties.compression.codes["OFFSETS"])
+    _write_files(Path(basename), {OFFSETS: bitstream.bytes_of(buffer, int(nbits))})
+    return _path(basename, OFFSETS)
+
+
+def _write_files(basename: Path, contents: dict[str, bytes]) -> None:
+    """Each file is written beside its final name, synced, and then all are renamed into place in order."""
     for extension, content in contents.items():
-        temporary = _path(basename, extension + ".tmp")
-        with open(temporary, "wb") as file:
+        with open(_path(basename, extension + ".tmp"), "wb") as file:
             file.write(content)
             file.flush()
             os.fsync(file.fileno())
     for extension in contents:
         os.replace(_path(basename, extension + ".tmp"), _path(basename, extension))
-    return values
 
 
 def _decimal(value: float) -> str:
