@@ -101,6 +101,9 @@ def measure(data: Path, queries: int) -> dict[str, object]:
                 "webgraph_graph_bytes": (data / f"{name}.graph").stat().st_size,
                 "crawlspace_offsets_bytes": (out / f"{name}.offsets").stat().st_size,
             }
+        loaded = BVGraph.load(out / "cnr-2000")
+        sizes["in_memory_bytes[bv graph + elias-fano offsets]"] = loaded.words.nbytes + loaded.offsets.nbytes
+        sizes["in_memory_bytes[csr int64 pointers + int32 ids]"] = csr.pointers.nbytes + csr.successors.nbytes
         sizes["csr_64_bits_per_link"] = round(64 * (nodes + 1 + arcs) / arcs, 3)
         sizes["csr_32_bits_per_link"] = round(32 * (nodes + 1 + arcs) / arcs, 3)
         results["size"] = sizes

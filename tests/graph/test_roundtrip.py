@@ -3,6 +3,9 @@ random access; the codes bit by bit against dsiutils' definitions."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -188,3 +191,28 @@ def test_arcs_to_csr_and_the_transpose(nodes: int, arcs: list[tuple[int, int]]) 
         [sorted({a for a, b in arcs if b == node}) for node in range(nodes)]
     )
     assert graph.transpose().transpose() == graph
+
+
+def test_the_kernels_run_as_plain_python(tmp_path: Path) -> None:
+    """NUMBA_DISABLE_JIT=1 runs them uncompiled (how their speed-up is measured, and how one steps through them)."""
+    child = """
+import sys
+from pathlib import Path
+from crawlspace.graph import BVGraph, CsrGraph, write_bvgraph
+graph = CsrGraph.from_lists([[1, 2, 3, 4, 5, 9], [0, 2, 3, 4, 5, 9], [], [1, 7], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]] * 2)
+write_bvgraph(Path(sys.argv[1]) / "plain", graph)
+loaded = BVGraph.load(Path(sys.argv[1]) / "plain")
+assert loaded.to_csr() == graph and loaded.successors(6).tolist() == [0, 2, 3, 4, 5, 9]
+print(loaded.bits_per_link)
+"""
+    environment = dict(os.environ, NUMBA_DISABLE_JIT="1")
+    result = subprocess.run(
+        [sys.executable, "-c", child, str(tmp_path)], capture_output=True, text=True, env=environment
+    )
+    assert result.returncode == 0, result.stderr
+    write_bvgraph(
+        tmp_path / "compiled",
+        CsrGraph.from_lists([[1, 2, 3, 4, 5, 9], [0, 2, 3, 4, 5, 9], [], [1, 7], list(range(10))] * 2),
+    )
+    assert (tmp_path / "plain.graph").read_bytes() == (tmp_path / "compiled.graph").read_bytes()
+    assert float(result.stdout) == BVGraph.load(tmp_path / "compiled").bits_per_link
