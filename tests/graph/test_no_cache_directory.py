@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import importlib.util
+import logging
 import os
 import shutil
 import subprocess
@@ -10,6 +13,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from crawlspace.graph._jit import jit
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,3 +66,26 @@ def test_the_kernels_compile_in_memory_when_no_cache_can_be_written(tmp_path: Pa
     assert child.returncode == 0, child.stderr
     assert child.stdout.strip() == "NullCache"  # compiled without a cache, not written somewhere unexpected
     assert not list(home.rglob("*.nbi"))
+
+
+def test_a_cache_that_fails_when_saving_leaves_the_code_compiled_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A disk that fills up between numba's probe of the cache directory and its save into it."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    source = tmp_path / "kernel_source.py"
+    source.write_text("def add_one(value):\n    return value + 1\n")
+    spec = importlib.util.spec_from_file_location("kernel_source", source)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = jit(module.add_one)
+
+    def disk_full() -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    kernel._cache._impl.locator.ensure_cache_path = disk_full  # type: ignore[attr-defined]
+    with caplog.at_level(logging.WARNING):
+        assert kernel(41) == 42
+    assert "could not cache add_one" in caplog.text
+    assert not list((tmp_path / "cache").rglob("*.nbc"))
