@@ -20,7 +20,7 @@ from crawlspace.api import (
     published_cluster_config,
     saved_config,
 )
-from crawlspace.config import POLICY_NAMES, ConfigError, CrawlConfig, reference_markdown
+from crawlspace.config import POLICY_NAMES, REFRESH_POLICY_NAMES, ConfigError, CrawlConfig, reference_markdown
 
 if TYPE_CHECKING:  # imported where used, like the other commands' modules
     from crawlspace.store.reader import CrawlReader
@@ -100,7 +100,7 @@ def main() -> None:
 )  # fmt: skip
 @click.option("--max-rate", type=float, help="Fetches per second of the whole crawl: its bandwidth budget.")
 @click.option(
-    "--refresh-policy", type=click.Choice(["uniform", "proportional", "optimal"]),
+    "--refresh-policy", type=click.Choice(REFRESH_POLICY_NAMES),
     help="How refetches share the refresh budget (default: optimal).",
 )  # fmt: skip
 @click.option("--topic", help="Topic keywords of the focused policy (space or comma separated).")
@@ -411,6 +411,47 @@ def evaluate(
         click.echo(" ".join(f"{row.get(column, ''):>13}" for column in columns))
     click.echo(f"ranking at 20% crawled: {' > '.join(result.ranking(0.2))}")
     click.echo(f"wrote {out / 'pagerank.png'}, {out / 'curves.csv'}, {out / 'table.csv'}, {out / 'summary.json'}")
+
+
+@main.command("evaluate-refresh")
+@click.option(
+    "--out", type=click.Path(path_type=Path), required=True, help="Directory for freshness.png and the tables."
+)
+@click.option("--policies", default=",".join(REFRESH_POLICY_NAMES), show_default=True, help="Comma-separated policies.")
+@click.option("--seconds", type=click.FloatRange(10), default=90.0, show_default=True, help="Each policy's crawl.")
+@click.option("--warmup", type=click.FloatRange(0), default=30.0, show_default=True, help="Left out of the averages.")
+@click.option("--max-rate", type=click.FloatRange(0.1), default=15.0, show_default=True, help="The fetch budget.")
+@click.option("--time-scale", type=click.FloatRange(1), default=20000.0, show_default=True, help="The web's clock.")
+@click.option("--hosts", type=click.IntRange(2, 5000), default=40, show_default=True, help="Hosts of the web.")
+def evaluate_refresh(
+    out: Path, policies: str, seconds: float, warmup: float, max_rate: float, time_scale: float, hosts: int
+) -> None:
+    """Crawl a changing simulated web continuously with each refresh policy at one fetch budget; plot and
+    tabulate the freshness and age each keeps (Cho & Garcia-Molina's comparison)."""
+    from crawlspace.evaluation.refresh import REFRESH_WEB, RefreshSetup
+    from crawlspace.evaluation.refresh import evaluate_refresh as run_evaluation
+
+    names = [name.strip() for name in policies.split(",") if name.strip()]
+    unknown = [name for name in names if name not in REFRESH_POLICY_NAMES]
+    if unknown or not names:
+        fail(f"--policies: unknown {', '.join(unknown) or 'nothing'}; choose from {', '.join(REFRESH_POLICY_NAMES)}")
+    if warmup >= seconds:
+        fail(f"--warmup ({warmup:g} s) must be shorter than --seconds ({seconds:g} s)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"output directory {out}: {exc.strerror or exc}")
+    setup = RefreshSetup(
+        web=REFRESH_WEB.replace(hosts=hosts, time_scale=time_scale), seconds=seconds, warmup=warmup, max_rate=max_rate
+    )
+    result = run_evaluation(names, out, setup, progress=lambda line: click.echo(line, err=True))
+    columns = ["policy", "freshness", "age_s", "pages", "fetches", "not_modified"]
+    click.echo(" ".join(f"{column:>13}" for column in columns))
+    for row in result.table():
+        click.echo(" ".join(f"{row[column]:>13}" for column in columns))
+    for name, margin in result.margins().items():
+        click.echo(f"{name}: {margin:+.3f}")
+    click.echo(f"wrote {out / 'freshness.png'}, {out / 'table.csv'}, {out / 'summary.json'}")
 
 
 def _job_directory(directory: Path) -> Path:

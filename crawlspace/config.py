@@ -597,6 +597,7 @@ def _check_network(config: CrawlConfig) -> None:
 
 
 POLICY_NAMES = ("bfs", "dfs", "random", "backlinks", "pagerank", "opic", "bigsite", "focused")
+REFRESH_POLICY_NAMES = ("optimal", "uniform", "proportional")
 
 
 def _check_policy(config: CrawlConfig) -> None:

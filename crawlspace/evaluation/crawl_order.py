@@ -188,14 +188,15 @@ def run_policy(
         engine = CrawlEngine(config, directory / "crawl", live_progress=False)
         engine.add_seeds(server.seeds)
         began = time.monotonic()
-        stats = _run(engine)
+        stats = run_to_end(engine)
         seconds = time.monotonic() - began
         stats["back_queues"] = engine.frontier.back_queues
         seeds = list(server.seeds)
     return server.read_log(), seeds, stats, seconds
 
 
-def _run(engine: CrawlEngine) -> dict[str, Any]:
+def run_to_end(engine: CrawlEngine) -> dict[str, Any]:
+    """Run a crawl to its end on uvloop (asyncio's loop without it); its stats."""
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX

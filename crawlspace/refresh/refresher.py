@@ -5,10 +5,14 @@ Who fills it and who drains it: the engine reports every page fetch (`fetched`: 
 fingerprint, the validators the server sent); the refresher turns it into an observation of the
 page's change history (changed: another fingerprint; unchanged: the same one, or a 304), estimates
 the page's change rate (estimate.py, borrowing its host's rate while the page's history is short),
-asks the refresh policy for a frequency, and puts the page into the schedule (schedule.py) at its
+asks the refresh policy for a frequency (a page with fewer than `EXPLORE` observations gets the even
+share instead: a policy that judged it by its host's rate alone could put it out of reach for its
+longest interval before anything was learnt of it), and puts the page into the schedule (schedule.py) at its
 next due time, with the history and validators as the entry's data. The engine's feeder calls
 `due(now)`, which hands out due URLs no faster than the refresh budget (`rate` fetches per second:
-`max_rate x refresh_share` of this partition), for the frontier's front queues, where politeness,
+`max_rate x refresh_share` of this partition; when nothing is due and the budget has gone unspent
+for a second, the pages due soonest go early, so that a policy spends the budget it was fitted to
+even while the intervals it gave are longer than the crawl so far), for the frontier's front queues, where politeness,
 robots.txt and the URL filter apply as for new URLs; before fetching one, the engine asks for its
 `validators` (a conditional GET).
 
@@ -45,6 +49,9 @@ SAMPLE = 4096  # pages whose estimates the policy is fitted to
 REFIT_EVERY = 30.0  # seconds between fits
 HOST_HISTORY = 4  # observations before a page's own estimate counts towards its host's rate
 DEFAULT_RATE = 1.0 / 86400.0  # changes per second assumed of a page of a host with nothing seen yet
+EXPLORE = 3  # observations a page needs before the policy decides its interval (before: the even share)
+RATE_FLOOR = 1e-9  # changes per second a page that showed none counts as, in a host's geometric mean
+BLEND = Blend(prior_weight=2.0)  # a page's own estimate weighs as much as its host's after 2 observations
 
 
 class PageRecord(msgspec.Struct, array_like=True):
@@ -56,16 +63,24 @@ class PageRecord(msgspec.Struct, array_like=True):
     last_modified: str | None
     depth: int
     history: ChangeHistory = msgspec.field(default_factory=ChangeHistory)
+    counted: float | None = None  # the estimate this page last added to its host's rate (None: none yet)
 
 
 @dataclass
 class _HostRate:
-    total: float = 0.0
+    """The geometric mean of a host's pages' rates (a sum of logs): rates are heavy-tailed, and an
+    arithmetic mean would be its one fast page's, making every quiet page of the host look busy."""
+
+    log_total: float = 0.0
     pages: int = 0
 
     @property
     def rate(self) -> float | None:
-        return self.total / self.pages if self.pages else None
+        return math.exp(self.log_total / self.pages) if self.pages else None
+
+
+def _log_rate(rate: float) -> float:
+    return math.log(max(rate, RATE_FLOOR))
 
 
 @dataclass
@@ -76,6 +91,7 @@ class RefreshStats:
     not_modified: int = 0  # 304 answers to conditional GETs
     handed_out: int = 0
     skipped_recent: int = 0
+    early: int = 0  # handed out before their due time, so that the budget is spent
     fits: int = 0
 
     def to_dict(self) -> dict[str, int]:
@@ -168,9 +184,11 @@ class Refresher:
         else:
             record = PageRecord(now, fingerprint, etag, last_modified, depth)
         new_page = self.schedule.entry(url) is None
-        rate = self._rate(record.history, host_of(url))
+        rate = self._rate(record, host_of(url))
         self._offer(url, rate, new_page=new_page)
         frequency = self._frequency(rate, now, new_page=new_page)
+        if len(record.history) < EXPLORE:  # too little seen to judge: the even share, to learn its rate
+            frequency = self.rate / (len(self.schedule) + new_page)
         interval = self.max_interval if frequency <= 0 else 1.0 / frequency
         interval = min(max(interval, self.min_interval), self.max_interval)
         due = now + interval
@@ -178,15 +196,22 @@ class Refresher:
         self.stats.scheduled += 1
         return due
 
-    def _rate(self, history: ChangeHistory, host: str) -> float:
+    def _rate(self, record: PageRecord, host: str) -> float:
+        """The page's estimate blended with its host's: seed 004's cluster sampling, the host's rate being
+        the geometric mean of the latest estimates of its pages with a history (each page once, however
+        often it is refetched: a mean over refetches would be its fastest pages' rate)."""
+        history = record.history
         known = self._hosts.setdefault(host, _HostRate())
         own = estimate_rate(history.observations)
-        if len(history) >= HOST_HISTORY:  # seed 004's cluster sampling: the host's pages with a history
-            # (a mean over refetches, so pages refetched more often weigh more: the host's busy pages)
-            known.total += own
-            known.pages += 1
+        if len(history) >= HOST_HISTORY:
+            if record.counted is None:
+                known.pages += 1
+            else:
+                known.log_total -= _log_rate(record.counted)
+            known.log_total += _log_rate(own)
+            record.counted = own
         prior = known.rate if known.rate is not None else self._global_rate()
-        return Blend().rate(own, len(history), prior)
+        return BLEND.rate(own, len(history), prior)
 
     def _global_rate(self) -> float:
         return float(np.mean(list(self._sample.values()))) if self._sample else DEFAULT_RATE
@@ -232,10 +257,15 @@ class Refresher:
             self._tokens_at = now
         self._tokens = min(self._tokens + (now - self._tokens_at) * self.rate, max(1.0, self.rate))
         self._tokens_at = now
+        full = self._tokens >= max(1.0, self.rate)  # the budget went unspent for a while
         allowed = min(limit, int(self._tokens))
         if allowed <= 0:
             return []
         taken = self.schedule.take(now, allowed, lease=lease)
+        if full and len(taken) < allowed:  # work-conserving: the pages due soonest go early
+            early = self.schedule.take(now, allowed - len(taken), lease=lease, until=math.inf)
+            self.stats.early += len(early)
+            taken += early
         self._tokens -= len(taken)
         self.stats.handed_out += len(taken)
         out: list[tuple[str, int]] = []

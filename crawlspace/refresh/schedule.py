@@ -80,9 +80,11 @@ class Schedule(Protocol):
 
     def due_time(self, url: str) -> float | None: ...
 
-    def take(self, now: float, limit: int, lease: float = DEFAULT_LEASE) -> list[Scheduled]:
-        """Up to `limit` URLs due by `now`, earliest first; each is moved to `now + lease` (its data
-        kept) until it is put again."""
+    def take(
+        self, now: float, limit: int, lease: float = DEFAULT_LEASE, *, until: float | None = None
+    ) -> list[Scheduled]:
+        """Up to `limit` URLs due by `until` (default `now`), earliest first; each is moved to
+        `now + lease` (its data kept) until it is put again."""
         ...
 
     def next_due(self) -> float | None:
@@ -239,8 +241,10 @@ class RefreshSchedule:
             yield bytes(iterator.key()), bytes(iterator.value())
             iterator.next()
 
-    def take(self, now: float, limit: int, lease: float = DEFAULT_LEASE) -> list[Scheduled]:
-        stop = _micros(now) + 1  # due at or before now
+    def take(
+        self, now: float, limit: int, lease: float = DEFAULT_LEASE, *, until: float | None = None
+    ) -> list[Scheduled]:
+        stop = _micros(now if until is None else until) + 1  # due at or before then
         taken: list[Scheduled] = []
         for key, value in self._due_entries(stop):
             if len(taken) >= limit:
@@ -315,8 +319,10 @@ class MemorySchedule:
         old = self._by_fingerprint.get(url_fingerprint(url))
         return None if old is None else old[0] / 1_000_000
 
-    def take(self, now: float, limit: int, lease: float = DEFAULT_LEASE) -> list[Scheduled]:
-        stop = _micros(now)
+    def take(
+        self, now: float, limit: int, lease: float = DEFAULT_LEASE, *, until: float | None = None
+    ) -> list[Scheduled]:
+        stop = _micros(now if until is None else until)
         taken: list[Scheduled] = []
         for micros, fingerprint in self._order:
             if micros > stop or len(taken) >= limit:

@@ -15,8 +15,9 @@ exact, not sampled.
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from crawlspace.simweb.generator import SimWeb, unescape_unreserved
@@ -77,3 +78,23 @@ def crawl_freshness(web: SimWeb, entries: Iterable[LogEntry], *, start: float, e
     if not pages:
         return Freshness(0.0, 0.0, 0, 0)
     return Freshness(fresh_total / (pages * span), age_total / (pages * span), pages, refetches)
+
+
+def freshness_curve(web: SimWeb, entries: Iterable[LogEntry], moments: Sequence[float]) -> list[float]:
+    """The fraction of the crawl's copy that is fresh at each moment (Unix times, ascending): over the
+    pages fetched by then, those that have not changed since their last fetch."""
+    changes = web.changes
+    if changes is None:
+        raise ValueError("freshness needs a changing web (SimWebConfig(changing=True))")
+    fetches = page_fetches(web, entries)
+    curve: list[float] = []
+    for moment in moments:
+        fresh = held = 0
+        for page, times in fetches.items():
+            last = bisect.bisect_right(times, moment)
+            if not last:
+                continue
+            held += 1
+            fresh += changes.next_change(page, times[last - 1], horizon=moment) is None
+        curve.append(fresh / held if held else 0.0)
+    return curve

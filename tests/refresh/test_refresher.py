@@ -44,32 +44,42 @@ def test_each_fetch_adds_an_observation_and_the_validators_are_kept() -> None:
     assert record.depth == 2
 
 
-def history_of_two(policy: object, rate: float) -> tuple[float, float, float]:
-    """A page that changed at each of 13 fetches 10 minutes apart and one that never did, on one host:
-    (now, the first's next due time, the second's)."""
+def two_pages(policy: object, rate: float, slow_every: int) -> tuple[float, float, float]:
+    """Two pages on two hosts, fetched 13 times 10 minutes apart: one changed at every fetch, the other
+    at every `slow_every`-th (0: never). (now, the first's next due time, the second's)."""
     made, clock = refresher(policy, rate=rate)
+    fast, slow = "http://a.test/fast", "http://b.test/slow"
     for k in range(13):
         clock.now += 600.0
-        made.fetched("http://a.test/often", status=200, fingerprint=k, etag=None, last_modified=None, depth=0)
-        made.fetched("http://a.test/never", status=200, fingerprint=0, etag=None, last_modified=None, depth=0)
-    often = made.schedule.due_time("http://a.test/often")
-    never = made.schedule.due_time("http://a.test/never")
-    assert often is not None and never is not None
-    return clock.now, often, never
+        made.fetched(fast, status=200, fingerprint=k, etag=None, last_modified=None, depth=0)
+        changed = slow_every and k % slow_every == 0
+        made.fetched(
+            slow, status=200, fingerprint=k // slow_every if changed else 0, etag=None, last_modified=None, depth=0
+        )
+    fast_due, slow_due = made.schedule.due_time(fast), made.schedule.due_time(slow)
+    assert fast_due is not None and slow_due is not None
+    return clock.now, fast_due, slow_due
 
 
 def test_proportional_comes_back_sooner_to_the_page_that_changes_more() -> None:
-    now, often, never = history_of_two(Proportional(), rate=0.001)
-    assert now + 10.0 <= often < never <= now + 10_000.0
+    now, fast, slow = two_pages(Proportional(), rate=0.001, slow_every=4)
+    assert now + 10.0 <= fast < slow <= now + 10_000.0
+
+
+def test_a_page_that_never_changed_waits_longest() -> None:
+    for policy in (Proportional(), Optimal()):
+        now, fast, slow = two_pages(policy, rate=0.001, slow_every=0)
+        assert fast < slow == pytest.approx(now + 10_000.0), policy
 
 
 def test_optimal_gives_up_on_a_page_that_changes_too_often_for_its_budget() -> None:
-    """Cho & Garcia-Molina: with a budget too small to keep the fast page fresh, a fetch of the slow
-    one buys more freshness: the fast page gets the longest interval, the slow one a shorter one."""
-    now, often, never = history_of_two(Optimal(), rate=0.0002)
-    assert never < often == pytest.approx(now + 10_000.0)
-    now, often, never = history_of_two(Optimal(), rate=0.01)  # a budget for both: the fast one more often
-    assert often < never
+    """Cho & Garcia-Molina: with a budget too small to keep the fast page fresh, a fetch of the slower
+    one buys more freshness: the fast page gets the longest interval, the slow one a shorter one; with
+    a budget for both, the fast page is fetched more often."""
+    now, fast, slow = two_pages(Optimal(), rate=0.001, slow_every=4)
+    assert slow < fast == pytest.approx(now + 10_000.0)
+    now, fast, slow = two_pages(Optimal(), rate=0.01, slow_every=4)
+    assert fast < slow
 
 
 def test_uniform_gives_every_page_the_same_interval() -> None:
