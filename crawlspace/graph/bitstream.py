@@ -210,6 +210,8 @@ def emit_delta(buffer, pos, value, write):
 def emit_zeta(buffer, pos, value, k, write):
     value += 1
     h = most_significant_bit(value) // k
+    if h * k + k > MAX_CODE_BITS + 1:  # the reader refuses codes this long (read_zeta): never write one
+        raise ValueError("value too large for a zeta code of this k")
     pos = emit_unary(buffer, pos, h, write)
     left = np.int64(1) << (h * k)
     if value - left < left:
