@@ -36,4 +36,5 @@ the WORD flag `\\b` is a UAX #29 boundary, so each match is one whole segment th
 
 def tokenize(text: str) -> list[str]:
     """The terms of `text` in order (position = index): NFKC, case folded, cut at UAX #29 word boundaries."""
-    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    terms: list[str] = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    return terms
