@@ -29,12 +29,8 @@ block offsets non-decreasing and ending at each stream's end.
 
 from __future__ import annotations
 
-import json
-import mmap
-import os
-import struct
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -43,10 +39,10 @@ from typing import Any, Final
 import msgspec
 import numpy as np
 import numpy.typing as npt
-import xxhash
 
 from crawlspace.index.codec import CodecError, decode_varints, encode_varints, varint_lengths
-from crawlspace.index.terms import TermDictionary, TermDictionaryError, encode_terms
+from crawlspace.index.container import IndexFormatError, SectionSpec, open_container, write_container
+from crawlspace.index.terms import BLOCK_TERMS, TermDictionary, TermDictionaryError, encode_terms
 from crawlspace.index.tokens import TOKENIZER_VERSION, tokenize
 from crawlspace.urls.normalize import host_of
 
@@ -67,13 +63,12 @@ FIELDS: Final = ("title", "text", "anchor")
 BLOCK_POSTINGS: Final = 128
 MAGIC: Final = b"CSPSEG\x00"
 VERSION: Final = 1
-_PREFIX = struct.Struct("<7sBQ")
 
 I64Array = npt.NDArray[np.int64]
 U32Array = npt.NDArray[np.uint32]
 
 
-class SegmentFormatError(ValueError):
+class SegmentFormatError(IndexFormatError):
     """A segment file that cannot be read: truncated, damaged, or of another format version."""
 
 
@@ -168,7 +163,6 @@ class SegmentWriter:
         path = Path(path)
         sections = self._sections()
         header: dict[str, Any] = {
-            "version": VERSION,
             "tokenizer": TOKENIZER_VERSION,
             "fields": list(FIELDS),
             "block_postings": BLOCK_POSTINGS,
@@ -176,28 +170,8 @@ class SegmentWriter:
             "terms": len(self._vocabulary),
             "postings": int(sections["term_df"].sum(dtype=np.int64)),
             "blocks": int(sections["block_last_doc"].size),
-            "sections": {},
         }
-        offset = 0
-        for name, data in sections.items():
-            raw = np.ascontiguousarray(data)
-            header["sections"][name] = [offset, raw.nbytes, raw.dtype.str, xxhash.xxh3_64_intdigest(raw.data)]
-            offset += (raw.nbytes + 7) // 8 * 8
-        header_bytes = json.dumps(header, separators=(",", ":")).encode()
-        start = (_PREFIX.size + len(header_bytes) + 7) // 8 * 8
-        aside = path.with_name(path.name + ".writing")
-        with open(aside, "wb") as out:
-            out.write(_PREFIX.pack(MAGIC, VERSION, len(header_bytes)))
-            out.write(header_bytes)
-            out.write(b"\0" * (start - _PREFIX.size - len(header_bytes)))
-            for data in sections.values():
-                raw = np.ascontiguousarray(data)
-                out.write(raw.data)
-                out.write(b"\0" * ((raw.nbytes + 7) // 8 * 8 - raw.nbytes))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(aside, path)
-        return path
+        return write_container(path, MAGIC, VERSION, header, sections)
 
     def _sections(self) -> dict[str, npt.NDArray[Any]]:
         fields = len(FIELDS)
@@ -298,27 +272,27 @@ class Postings:
 
 
 # section name -> (dtype, expected element count as a function of the header's counts)
-_SECTIONS: Final[dict[str, tuple[str, Callable[[dict[str, int]], int] | None]]] = {
+_SECTIONS: Final[SectionSpec] = {
     "term_bytes": ("|u1", None),
-    "term_block_offsets": ("<u8", lambda n: n["term_blocks"] + 1),
-    "term_df": ("<u4", lambda n: n["terms"]),
-    "term_first_block": ("<u8", lambda n: n["terms"] + 1),
-    "block_last_doc": ("<u4", lambda n: n["blocks"]),
-    "block_doc_end": ("<u8", lambda n: n["blocks"]),
-    "block_freq_end": ("<u8", lambda n: n["blocks"]),
-    "block_position_end": ("<u8", lambda n: n["blocks"]),
+    "term_block_offsets": ("<u8", lambda h: (h["terms"] + BLOCK_TERMS - 1) // BLOCK_TERMS + 1),
+    "term_df": ("<u4", lambda h: h["terms"]),
+    "term_first_block": ("<u8", lambda h: h["terms"] + 1),
+    "block_last_doc": ("<u4", lambda h: h["blocks"]),
+    "block_doc_end": ("<u8", lambda h: h["blocks"]),
+    "block_freq_end": ("<u8", lambda h: h["blocks"]),
+    "block_position_end": ("<u8", lambda h: h["blocks"]),
     "doc_codes": ("|u1", None),
     "freq_codes": ("|u1", None),
     "position_codes": ("|u1", None),
-    "field_lengths": ("<u4", lambda n: n["docs"] * n["fields"]),
+    "field_lengths": ("<u4", lambda h: h["docs"] * len(FIELDS)),
     "url_bytes": ("|u1", None),
-    "url_offsets": ("<u8", lambda n: n["docs"] + 1),
+    "url_offsets": ("<u8", lambda h: h["docs"] + 1),
     "title_bytes": ("|u1", None),
-    "title_offsets": ("<u8", lambda n: n["docs"] + 1),
-    "doc_host": ("<u4", lambda n: n["docs"]),
+    "title_offsets": ("<u8", lambda h: h["docs"] + 1),
+    "doc_host": ("<u4", lambda h: h["docs"]),
     "host_bytes": ("|u1", None),
     "host_offsets": ("<u8", None),
-    "prior": ("<f4", lambda n: n["docs"]),
+    "prior": ("<f4", lambda h: h["docs"]),
 }
 
 
@@ -327,16 +301,17 @@ class Segment:
 
     def __init__(self, path: str | Path, *, verify_checksums: bool = True) -> None:
         self.path = Path(path)
+        self._container = open_container(
+            self.path,
+            magic=MAGIC,
+            version=VERSION,
+            kind="a crawlspace index segment",
+            spec=_SECTIONS,
+            error=SegmentFormatError,
+            verify_checksums=verify_checksums,
+        )
         try:
-            with open(self.path, "rb") as file:
-                size = os.fstat(file.fileno()).st_size
-                if size < _PREFIX.size:
-                    raise self._error(f"{size} bytes: too short for a segment (truncated?)")
-                self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-        except OSError as exc:
-            raise SegmentFormatError(f"{self.path}: cannot be read: {exc}") from exc
-        try:
-            self._open(size, verify_checksums)
+            self._open(self._container.header, self._container.sections)
         except SegmentFormatError:
             self.close()
             raise
@@ -347,20 +322,7 @@ class Segment:
     def _error(self, message: str) -> SegmentFormatError:
         return SegmentFormatError(f"{self.path}: {message}")
 
-    def _open(self, size: int, verify: bool) -> None:
-        magic, version, header_length = _PREFIX.unpack_from(self._map, 0)
-        if magic != MAGIC:
-            raise self._error("not a crawlspace index segment (bad magic)")
-        if version != VERSION:
-            raise self._error(f"segment format version {version}; this reader knows version {VERSION}")
-        if _PREFIX.size + header_length > size:
-            raise self._error(f"the header needs {header_length} bytes but the file has {size} (truncated)")
-        try:
-            header = json.loads(self._map[_PREFIX.size : _PREFIX.size + header_length])
-        except ValueError as exc:
-            raise self._error(f"the header is not valid JSON ({exc})") from exc
-        if not isinstance(header, dict):
-            raise self._error("the header is not a JSON object")
+    def _open(self, header: dict[str, Any], sections: dict[str, npt.NDArray[Any]]) -> None:
         if header.get("tokenizer") != TOKENIZER_VERSION:
             raise self._error(
                 f"made with tokenizer version {header.get('tokenizer')}, this one is {TOKENIZER_VERSION}: rebuild it"
@@ -371,36 +333,6 @@ class Segment:
         self.term_count: int = int(header["terms"])
         self.posting_count: int = int(header["postings"])
         self.block_count: int = int(header["blocks"])
-        counts = {
-            "terms": self.term_count,
-            "term_blocks": (self.term_count + 15) // 16,
-            "blocks": self.block_count,
-            "docs": self.docs,
-            "fields": len(FIELDS),
-        }
-        start = (_PREFIX.size + header_length + 7) // 8 * 8
-        sections: dict[str, npt.NDArray[Any]] = {}
-        declared = header.get("sections")
-        if not isinstance(declared, dict) or set(declared) != set(_SECTIONS):
-            raise self._error("the header does not list the sections of this format")
-        for name, (dtype, expected_count) in _SECTIONS.items():
-            offset, length, stored_dtype, checksum = declared[name]
-            begin = start + int(offset)
-            if stored_dtype != dtype:
-                raise self._error(f"section {name} has dtype {stored_dtype}, expected {dtype}")
-            if begin + length > size:
-                raise self._error(f"section {name} ends at byte {begin + length} but the file has {size} (truncated)")
-            item = np.dtype(dtype).itemsize
-            if length % item:
-                raise self._error(f"section {name} is {length} bytes, not a whole number of {dtype}")
-            if expected_count is not None:
-                expected = expected_count(counts)
-                if length // item != expected:
-                    raise self._error(f"section {name} holds {length // item} values, expected {expected}")
-            view = memoryview(self._map)[begin : begin + length]
-            if verify and xxhash.xxh3_64_intdigest(view) != checksum:
-                raise self._error(f"section {name} fails its checksum (damaged)")
-            sections[name] = np.frombuffer(view, dtype=dtype)
         self._check_structure(sections)
         self.terms = TermDictionary(sections["term_bytes"].data, sections["term_block_offsets"], self.term_count)
         self.term_df = sections["term_df"]
@@ -421,7 +353,6 @@ class Segment:
         self._host_bytes = sections["host_bytes"]
         self._host_offsets = sections["host_offsets"]
         self.prior = sections["prior"]
-        self.header_bytes = start
 
     def _check_structure(self, s: dict[str, npt.NDArray[Any]]) -> None:
         first = s["term_first_block"].astype(np.int64)
@@ -457,10 +388,7 @@ class Segment:
         for name, value in list(vars(self).items()):
             if isinstance(value, np.ndarray | TermDictionary):
                 delattr(self, name)
-        try:
-            self._map.close()
-        except BufferError:
-            pass
+        self._container.close()
 
     def __enter__(self) -> Segment:
         return self
