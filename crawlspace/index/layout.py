@@ -1,0 +1,131 @@
+"""An index directory: shards of segments, the global statistics beside them, and a manifest.
+
+    INDEX/manifest.json                 written last: an index without it is incomplete
+    INDEX/stats.cst                     `CollectionStats` of all shards
+    INDEX/shard-<s>/segment-<n>.seg     the segments of shard s
+
+A page's shard is xxh3-64 of its URL modulo the number of shards (document partitioning, IIR 20.3),
+so every build of the same crawl puts a page in the same shard. `build_index` is the in-process
+build (one writer per shard, statistics from the written segments); the Dask job does the same steps
+per partition with the same writer and `CollectionStats.from_segments`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+
+import xxhash
+
+from crawlspace.durable import fsync_directory
+from crawlspace.index.container import IndexFormatError
+from crawlspace.index.query import Query
+from crawlspace.index.scoring import BM25F, Bm25fParams
+from crawlspace.index.search import SearchResult, SegmentSearcher, search_segments
+from crawlspace.index.segment import IndexDocument, Segment, SegmentWriter
+from crawlspace.index.stats import CollectionStats
+
+__all__ = ["MANIFEST", "STATS", "Index", "build_index", "shard_of"]
+
+MANIFEST = "manifest.json"
+STATS = "stats.cst"
+FORMAT = 1
+
+
+def shard_of(url: str, shards: int) -> int:
+    """The shard a page belongs to: a hash of its URL (stable across builds and machines)."""
+    return xxhash.xxh3_64_intdigest(url.encode("utf-8", "surrogatepass")) % shards
+
+
+def build_index(
+    documents: Iterable[IndexDocument], directory: str | Path, *, shards: int = 1, segment_docs: int = 50_000
+) -> Path:
+    """Writes the documents as `shards` shards (a new segment every `segment_docs` documents of a
+    shard, to bound the writers' memory), then the statistics, then the manifest."""
+    if shards < 1:
+        raise ValueError("an index needs at least one shard")
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    writers = [SegmentWriter() for _ in range(shards)]
+    written: list[list[str]] = [[] for _ in range(shards)]
+
+    def flush(shard: int) -> None:
+        folder = root / f"shard-{shard:03d}"
+        folder.mkdir(exist_ok=True)
+        name = f"shard-{shard:03d}/segment-{len(written[shard]):04d}.seg"
+        writers[shard].write(root / name)
+        written[shard].append(name)
+        writers[shard] = SegmentWriter()
+
+    for document in documents:
+        shard = shard_of(document.url, shards)
+        writers[shard].add(document)
+        if len(writers[shard]) >= segment_docs:
+            flush(shard)
+    for shard in range(shards):
+        if len(writers[shard]) or not written[shard]:
+            flush(shard)
+    segments = [Segment(root / name) for names in written for name in names]
+    try:
+        CollectionStats.from_segments(segments).write(root / STATS)
+    finally:
+        for segment in segments:
+            segment.close()
+    manifest = {"format": FORMAT, "shards": written, "stats": STATS}
+    aside = root / (MANIFEST + ".writing")
+    with open(aside, "w", encoding="utf-8") as out:
+        json.dump(manifest, out, indent=1)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(aside, root / MANIFEST)
+    fsync_directory(root)
+    return root
+
+
+class Index:
+    """An opened index directory: every segment memory-mapped, searched in parallel threads."""
+
+    def __init__(self, directory: str | Path, *, params: Bm25fParams | None = None, threads: int | None = None):
+        self.directory = Path(directory)
+        try:
+            manifest = json.loads((self.directory / MANIFEST).read_text(encoding="utf-8"))
+            names = [str(name) for shard in manifest["shards"] for name in shard]
+            stats_name = str(manifest["stats"])
+            if manifest.get("format") != FORMAT:
+                raise IndexFormatError(f"{self.directory}: index format {manifest.get('format')}, expected {FORMAT}")
+        except FileNotFoundError as exc:
+            raise IndexFormatError(
+                f"{self.directory}: no {MANIFEST}: not an index, or its build did not finish"
+            ) from exc
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            if isinstance(exc, IndexFormatError):
+                raise
+            raise IndexFormatError(f"{self.directory / MANIFEST}: unreadable manifest: {exc}") from exc
+        self.shards = len(manifest["shards"])
+        self.stats = CollectionStats.read(self.directory / stats_name)
+        self.scorer = BM25F(self.stats, params or Bm25fParams())
+        self.segments = [Segment(self.directory / name) for name in names]
+        self._pool = ThreadPoolExecutor(max_workers=threads or min(len(self.segments), os.cpu_count() or 1))
+        self.searchers: Sequence[SegmentSearcher] = list(
+            self._pool.map(lambda segment: SegmentSearcher(segment, self.scorer), self.segments)
+        )
+
+    def search(self, query: Query | str, k: int = 10, *, prune: bool = True) -> SearchResult:
+        return search_segments(self.searchers, query, k, prune=prune, pool=self._pool)
+
+    def close(self) -> None:
+        self._pool.shutdown()
+        for segment in self.segments:
+            segment.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,356 @@
+"""Top-k retrieval over segments: block-max MaxScore in windows of doc ids, then a merge of shards.
+
+One `SegmentSearcher` per segment, all sharing one `BM25F` (the global statistics). A query's
+terms each get a cursor over their postings blocks, and each block an upper bound on any score in
+it (`scoring.block_max_tfn`). The doc-id space is cut into windows of `WINDOW_DOCS`; a window's
+bound is the sum of its terms' block bounds. Windows are visited best bound first, and the search
+stops as soon as a window's bound is below the k-th best score found so far (the threshold):
+nothing in it or after it can enter the top k. Inside a window, MaxScore (Turtle and Flood): terms
+are sorted by bound, the weakest ones whose bounds add up to less than the threshold are
+"non-essential" (a document having only those cannot make it), candidates are the documents of the
+essential terms (in a conjunctive query: the documents having every term), and after each term is
+scored a candidate whose partial score plus the bounds still to come is below the threshold is
+dropped before the next term is looked up. Each step works on numpy arrays of a window's postings.
+
+Exactness: a document's score is the sum of its term scores in query order, whichever path found
+it, and ties are broken by URL, so the pruned top k is the exhaustive top k (`prune=False`
+scores every posting of the query's terms) and S shards give the top k of one index. Bounds carry a
+relative slack of 1e-9 against rounding; only bounds strictly below the threshold prune.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from crawlspace.index.query import Query, parse_query
+from crawlspace.index.scoring import BM25F, block_max_tfn
+from crawlspace.index.segment import BLOCK_POSTINGS, Postings, Segment
+
+__all__ = ["WINDOW_DOCS", "Hit", "SearchCounters", "SearchResult", "SegmentSearcher", "search_segments"]
+
+WINDOW_DOCS: Final = 4096
+_SLACK: Final = 1.0 + 1e-9
+
+I64Array = npt.NDArray[np.int64]
+F64Array = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    url: str
+    score: float
+    title: str
+    segment: int
+    doc: int
+
+
+@dataclass(slots=True)
+class SearchCounters:
+    """What a search did: `postings_scored` against `postings_total`, the postings of its terms."""
+
+    postings_total: int = 0
+    postings_scored: int = 0
+    blocks_decoded: int = 0
+    windows: int = 0
+    windows_skipped: int = 0
+
+    def add(self, other: SearchCounters) -> None:
+        self.postings_total += other.postings_total
+        self.postings_scored += other.postings_scored
+        self.blocks_decoded += other.blocks_decoded
+        self.windows += other.windows
+        self.windows_skipped += other.windows_skipped
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    hits: list[Hit]
+    counters: SearchCounters = field(default_factory=SearchCounters)
+
+
+def _ranked(hits: list[Hit], k: int) -> list[Hit]:
+    return sorted(hits, key=lambda hit: (-hit.score, hit.url))[:k]
+
+
+class _Cursor:
+    """One term's postings in one segment: its blocks, their bounds, and decoding by doc range."""
+
+    __slots__ = ("bounds", "counters", "df", "end", "first", "idf", "last_docs", "segment")
+
+    def __init__(
+        self, segment: Segment, first: int, end: int, df: int, idf: float, block_max: F64Array, scorer: BM25F
+    ) -> None:
+        self.segment = segment
+        self.first, self.end, self.df, self.idf = first, end, df, idf
+        self.last_docs = segment.block_last_doc[first:end].astype(np.int64)
+        self.bounds = scorer.saturate(idf, block_max[first:end]) * _SLACK
+
+    def window_blocks(self, lows: I64Array, highs: I64Array) -> tuple[I64Array, I64Array]:
+        """Per window [low, high), the range [j, j_end) of this term's blocks (local numbers) that overlap it."""
+        starts = np.searchsorted(self.last_docs, lows, side="left")
+        ends = np.minimum(np.searchsorted(self.last_docs, highs, side="left") + 1, self.last_docs.size)
+        return starts.astype(np.int64), ends.astype(np.int64)
+
+    def decode(self, start: int, stop: int, low: int, high: int, counters: SearchCounters) -> Postings:
+        """Postings of local blocks [start, stop) with doc ids in [low, high)."""
+        counts = np.full(stop - start, BLOCK_POSTINGS, dtype=np.int64)
+        if stop == self.end - self.first:
+            counts[-1] = self.df - (stop - 1) * BLOCK_POSTINGS
+        postings = self.segment.decode(self.first, self.first + start, self.first + stop, counts)
+        counters.blocks_decoded += stop - start
+        keep = slice(int(np.searchsorted(postings.docs, low)), int(np.searchsorted(postings.docs, high)))
+        return Postings(postings.docs[keep], postings.freqs[keep])
+
+    def all(self, counters: SearchCounters) -> Postings:
+        return self.decode(0, self.end - self.first, 0, 1 << 62, counters)
+
+
+class _WindowPostings:
+    """The postings of each term in one window, decoded when first asked for."""
+
+    __slots__ = ("counters", "cursors", "decoded", "high", "low", "ranges", "window")
+
+    def __init__(
+        self,
+        cursors: Sequence[_Cursor],
+        ranges: Sequence[tuple[I64Array, I64Array]],
+        window: int,
+        low: int,
+        high: int,
+        counters: SearchCounters,
+    ) -> None:
+        self.cursors, self.ranges, self.window = cursors, ranges, window
+        self.low, self.high, self.counters = low, high, counters
+        self.decoded: dict[int, Postings] = {}
+
+    def __getitem__(self, row: int) -> Postings:
+        if row not in self.decoded:
+            starts, ends = self.ranges[row]
+            start, end = int(starts[self.window]), int(ends[self.window])
+            self.decoded[row] = self.cursors[row].decode(start, end, self.low, self.high, self.counters)
+        return self.decoded[row]
+
+
+class SegmentSearcher:
+    """One segment searched with one collection's scoring (its block bounds computed on creation)."""
+
+    def __init__(self, segment: Segment, scorer: BM25F, *, window: int = WINDOW_DOCS) -> None:
+        self.segment = segment
+        self.scorer = scorer
+        self.window = window
+        self.block_max = block_max_tfn(segment, scorer)
+        self.hosts = segment.hosts()
+
+    def _cursor(self, term: str) -> _Cursor | None:
+        blocks = self.segment.term_blocks(term)
+        if blocks is None:
+            return None
+        ordinal = self.segment.terms.ordinal(term)
+        assert ordinal is not None
+        idf = self.scorer.idf(self.scorer.stats.document_frequency(term))
+        return _Cursor(self.segment, *blocks, int(self.segment.term_df[ordinal]), idf, self.block_max, self.scorer)
+
+    def _site_hosts(self, sites: Sequence[str]) -> I64Array:
+        def matches(host: str, site: str) -> bool:
+            name = host.rsplit(":", 1)[0] if ":" in host and not host.endswith("]") else host
+            return host == site or name == site or name.endswith("." + site)
+
+        return np.array([i for i, host in enumerate(self.hosts) if any(matches(host, s) for s in sites)], np.int64)
+
+    def _allowed(self, query: Query, counters: SearchCounters) -> npt.NDArray[np.bool_] | None:
+        """Documents the query's sites and excluded terms allow (None: all)."""
+        allowed: npt.NDArray[np.bool_] | None = None
+        if query.sites:
+            allowed = np.isin(self.segment.doc_host, self._site_hosts(query.sites))
+        if query.excluded_sites:
+            banned = np.isin(self.segment.doc_host, self._site_hosts(query.excluded_sites))
+            allowed = ~banned if allowed is None else allowed & ~banned
+        for excluded in query.excluded:
+            if len(excluded) == 1 and (cursor := self._cursor(excluded[0])) is not None:
+                if allowed is None:
+                    allowed = np.ones(self.segment.docs, dtype=bool)
+                allowed[cursor.all(counters).docs] = False
+        return allowed
+
+    def _positions(self, cursor: _Cursor, doc: int) -> list[I64Array] | None:
+        local = int(np.searchsorted(cursor.last_docs, doc))
+        if local >= cursor.last_docs.size:
+            return None
+        counts = np.array(
+            [BLOCK_POSTINGS if local < cursor.end - cursor.first - 1 else cursor.df - local * BLOCK_POSTINGS]
+        )
+        postings = self.segment.decode(cursor.first, cursor.first + local, cursor.first + local + 1, counts)
+        index = int(np.searchsorted(postings.docs, doc))
+        if index >= postings.docs.size or postings.docs[index] != doc:
+            return None
+        return self.segment.positions(cursor.first + local, index, postings.freqs)
+
+    def _has_phrase(self, cursors: Sequence[_Cursor | None], doc: int) -> bool:
+        if any(cursor is None for cursor in cursors):
+            return False
+        per_term = [self._positions(cursor, doc) for cursor in cursors if cursor is not None]
+        if any(positions is None for positions in per_term):
+            return False
+        for field_index in range(len(self.segment.field_lengths[0]) if self.segment.docs else 0):
+            starts = None
+            for offset, positions in enumerate(per_term):
+                assert positions is not None
+                shifted = positions[field_index] - offset
+                starts = shifted if starts is None else np.intersect1d(starts, shifted, assume_unique=True)
+                if not starts.size:
+                    break
+            if starts is not None and starts.size:
+                return True
+        return False
+
+    def search(self, query: Query | str, k: int = 10, *, prune: bool = True) -> SearchResult:
+        query = parse_query(query) if isinstance(query, str) else query
+        counters = SearchCounters()
+        segment = self.segment
+        if query.empty or k <= 0 or not segment.docs:
+            return SearchResult([], counters)
+        cursors: list[_Cursor] = []
+        for term in query.terms:
+            cursor = self._cursor(term)
+            if cursor is None:
+                if query.conjunctive:
+                    return SearchResult([], counters)
+                continue
+            cursors.append(cursor)
+        phrase_terms = {term for phrase in query.phrases for term in phrase}
+        if not cursors or any(segment.term_blocks(term) is None for term in phrase_terms):
+            return SearchResult([], counters)
+        counters.postings_total = sum(cursor.df for cursor in cursors)
+        phrases = [[self._cursor(term) for term in phrase] for phrase in query.phrases]
+        excluded_phrases = [[self._cursor(term) for term in p] for p in query.excluded if len(p) > 1]
+        allowed = self._allowed(query, counters)
+
+        lows = np.arange(0, segment.docs, self.window, dtype=np.int64)
+        highs = lows + self.window
+        windows = lows.size
+        present = np.zeros((len(cursors), windows), dtype=bool)
+        bounds = np.zeros((len(cursors), windows), dtype=np.float64)
+        ranges = []
+        for row, cursor in enumerate(cursors):
+            starts, ends = cursor.window_blocks(lows, highs)
+            ranges.append((starts, ends))
+            present[row] = starts < ends
+            padded = np.append(cursor.bounds, 0.0)
+            pairs = np.empty(2 * windows, dtype=np.int64)
+            pairs[0::2], pairs[1::2] = starts, ends
+            bounds[row] = np.where(present[row], np.maximum.reduceat(padded, pairs)[0::2], 0.0)
+        window_bound = bounds.sum(axis=0)
+        possible: npt.NDArray[np.bool_] = np.asarray(present.all(axis=0) if query.conjunctive else present.any(axis=0))
+        order = [int(w) for w in np.argsort(-window_bound, kind="stable") if possible[w]]
+        counters.windows = len(order)
+
+        theta = -math.inf
+        pool_scores = np.zeros(0, dtype=np.float64)
+        pool_docs = np.zeros(0, dtype=np.int64)
+        for visited, w in enumerate(order):
+            if prune and window_bound[w] < theta:
+                counters.windows_skipped = len(order) - visited
+                break
+            low, high = int(lows[w]), int(highs[w])
+            rows = [row for row in range(len(cursors)) if present[row, w]]
+            rows.sort(key=lambda row: bounds[row, w])
+            essential = rows
+            if prune and not query.conjunctive:
+                total = 0.0
+                for cut, row in enumerate(rows):
+                    total += bounds[row, w]
+                    if total >= theta:
+                        essential = rows[cut:]
+                        break
+            postings_of = _WindowPostings(cursors, ranges, w, low, high, counters)
+            if query.conjunctive:
+                by_size = sorted(rows, key=lambda row: postings_of[row].docs.size)
+                candidates = postings_of[by_size[0]].docs
+                for row in by_size[1:]:
+                    candidates = np.intersect1d(candidates, postings_of[row].docs, assume_unique=True)
+            else:
+                candidates = np.unique(np.concatenate([postings_of[row].docs for row in essential]))
+            if allowed is not None:
+                candidates = candidates[allowed[candidates]]
+            if not candidates.size:
+                continue
+            contributions: dict[int, F64Array] = {}
+            partial = np.zeros(candidates.size, dtype=np.float64)
+            remaining = float(sum(bounds[row, w] for row in rows))
+            for row in reversed(rows):  # strongest first: the partial score rises fastest
+                postings = postings_of[row]
+                at = np.searchsorted(postings.docs, candidates)
+                found: npt.NDArray[np.bool_] = np.asarray(at < postings.docs.size)
+                found[found] = postings.docs[at[found]] == candidates[found]
+                scores = np.zeros(candidates.size, dtype=np.float64)
+                if found.any():
+                    scores[found] = self.scorer.scores(
+                        cursors[row].idf, postings.freqs[at[found]], segment.field_lengths[candidates[found]]
+                    )
+                counters.postings_scored += int(found.sum())
+                contributions[row] = scores
+                partial += scores
+                remaining -= bounds[row, w]
+                if prune and theta > -math.inf:
+                    keep = partial + max(remaining, 0.0) * _SLACK >= theta
+                    if not keep.all():
+                        candidates, partial = candidates[keep], partial[keep]
+                        contributions = {r: c[keep] for r, c in contributions.items()}
+                        if not candidates.size:
+                            break
+            if not candidates.size:
+                continue
+            score = np.zeros(candidates.size, dtype=np.float64)
+            for row in sorted(contributions):  # query order: the same sum whichever path found the document
+                score = score + contributions[row]
+            if phrases or excluded_phrases:
+                keep = np.array(
+                    [
+                        bool(s >= theta)
+                        and all(self._has_phrase(p, int(doc)) for p in phrases)
+                        and not any(self._has_phrase(p, int(doc)) for p in excluded_phrases)
+                        for doc, s in zip(candidates.tolist(), score.tolist(), strict=True)
+                    ],
+                    dtype=bool,
+                )
+                candidates, score = candidates[keep], score[keep]
+            pool_scores = np.concatenate([pool_scores, score])
+            pool_docs = np.concatenate([pool_docs, candidates])
+            if pool_scores.size >= k:
+                theta = float(np.partition(pool_scores, pool_scores.size - k)[pool_scores.size - k])
+                keep = pool_scores >= theta
+                pool_scores, pool_docs = pool_scores[keep], pool_docs[keep]
+        hits = [
+            Hit(segment.url(doc), score, segment.title(doc), 0, doc)
+            for doc, score in zip(pool_docs.tolist(), pool_scores.tolist(), strict=True)
+        ]
+        return SearchResult(_ranked(hits, k), counters)
+
+
+def search_segments(
+    searchers: Sequence[SegmentSearcher],
+    query: Query | str,
+    k: int = 10,
+    *,
+    prune: bool = True,
+    pool: ThreadPoolExecutor | None = None,
+) -> SearchResult:
+    """The top k over all segments (searched in parallel when given a pool), merged by score then URL."""
+    parsed = parse_query(query) if isinstance(query, str) else query
+    if pool is None or len(searchers) == 1:
+        results = [searcher.search(parsed, k, prune=prune) for searcher in searchers]
+    else:
+        results = list(pool.map(lambda searcher: searcher.search(parsed, k, prune=prune), searchers))
+    counters = SearchCounters()
+    hits: list[Hit] = []
+    for index, result in enumerate(results):
+        counters.add(result.counters)
+        hits.extend(Hit(hit.url, hit.score, hit.title, index, hit.doc) for hit in result.hits)
+    return SearchResult(_ranked(hits, k), counters)

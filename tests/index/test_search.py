@@ -1,0 +1,173 @@
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from crawlspace.index.layout import Index, build_index, shard_of
+from crawlspace.index.query import parse_query
+from crawlspace.index.scoring import BM25F, Bm25fParams
+from crawlspace.index.search import SegmentSearcher
+from crawlspace.index.segment import Segment, SegmentWriter, analyze
+from crawlspace.index.stats import CollectionStats
+from tests.index.corpora import WORDS, corpus
+
+DOCUMENTS = corpus(11, 2500)
+QUERIES = [
+    "w0",
+    "w1 w2",
+    "w3 w10 w40 w77",
+    "w1 OR w9 OR w120",
+    "w5 OR w300",
+    '"w0 w1"',
+    '"w2 w0" w7',
+    "w1 -w3",
+    'w2 -"w0 w1"',
+    "w4 site:h03.test",
+    "w0 w1 -site:h01.test",
+    "straße café",
+    "STRASSE",
+    "w399",
+    "absent",
+    "w0 absent",
+    "w0 OR absent",
+]
+
+
+@pytest.fixture(scope="module")
+def indexes(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Index]:
+    opened = {}
+    for shards in (1, 3, 8):
+        directory = tmp_path_factory.mktemp(f"index{shards}")
+        build_index(DOCUMENTS, directory, shards=shards, segment_docs=500)
+        opened[shards] = Index(directory)
+    yield opened
+    for index in opened.values():
+        index.close()
+
+
+def brute_force(query_text: str, k: int) -> list[tuple[str, float]]:
+    """Every document scored from the tokens themselves, with the collection's statistics."""
+    query = parse_query(query_text)
+    analyzed = [analyze(d) for d in DOCUMENTS]
+    df: dict[str, int] = {}
+    for document in analyzed:
+        for term in set(itertools.chain.from_iterable(document.fields)):
+            df[term] = df.get(term, 0) + 1
+    totals = [sum(len(d.fields[f]) for d in analyzed) for f in range(3)]
+    scorer = BM25F(CollectionStats.from_counts(len(analyzed), totals, df))
+
+    def contains(fields: tuple[list[str], ...], phrase: tuple[str, ...]) -> bool:
+        return any(tuple(terms[i : i + len(phrase)]) == phrase for terms in fields for i in range(len(terms)))
+
+    results = []
+    import numpy as np
+
+    for document in analyzed:
+        host = document.url.split("/")[2]
+        terms_present = [t for t in query.terms if any(t in f for f in document.fields)]
+        if (query.conjunctive and len(terms_present) < len(query.terms)) or not terms_present:
+            continue
+        if not all(contains(document.fields, p) for p in query.phrases):
+            continue
+        if any(contains(document.fields, p) for p in query.excluded):
+            continue
+        if query.sites and not any(host == s or host.endswith("." + s) for s in query.sites):
+            continue
+        if any(host == s or host.endswith("." + s) for s in query.excluded_sites):
+            continue
+        lengths = np.array([[len(f) for f in document.fields]], dtype=np.uint32)
+        score = 0.0
+        for term in query.terms:
+            freqs = np.array([[f.count(term) for f in document.fields]], dtype=np.int64)
+            if freqs.any():
+                score = score + float(scorer.scores(scorer.idf(df[term]), freqs, lengths)[0])
+        results.append((document.url, score))
+    return sorted(results, key=lambda r: (-r[1], r[0]))[:k]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_shards_rank_exactly_as_one_index(indexes: dict[int, Index], query: str) -> None:
+    lists = {
+        shards: [(hit.url, hit.score) for hit in index.search(query, 20).hits] for shards, index in indexes.items()
+    }
+    one = lists[1]
+    for shards in (3, 8):
+        assert [url for url, _ in lists[shards]] == [url for url, _ in one]
+        for (_, score), (_, expected) in zip(lists[shards], one, strict=True):
+            assert score == pytest.approx(expected, abs=1e-9)
+    expected_list = brute_force(query, 20)
+    assert [url for url, _ in one] == [url for url, _ in expected_list]
+    for (_, score), (_, expected) in zip(one, expected_list, strict=True):
+        assert score == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_pruned_top_k_is_the_exhaustive_top_k(indexes: dict[int, Index], query: str) -> None:
+    for index in indexes.values():
+        for k in (1, 10, 50):
+            pruned = index.search(query, k)
+            exhaustive = index.search(query, k, prune=False)
+            assert pruned.hits == exhaustive.hits
+            assert pruned.counters.postings_scored <= exhaustive.counters.postings_scored
+
+
+def test_the_statistics_are_global_not_the_shards(indexes: dict[int, Index]) -> None:
+    one, eight = indexes[1], indexes[8]
+    assert eight.stats.doc_count == one.stats.doc_count == len(DOCUMENTS)
+    assert eight.stats.field_totals == one.stats.field_totals
+    assert eight.stats.document_frequency("w7") == one.stats.document_frequency("w7") > 0
+    assert len(one.segments) == 5 and len(indexes[3].segments) == 6  # shards cut into segments of 500 documents
+    local = sum(int(s.term_df[s.terms.ordinal("w7")]) for s in eight.segments if s.terms.ordinal("w7") is not None)
+    assert local == one.stats.document_frequency("w7")
+    assert all(shard_of(s.url(d), 8) == int(s.path.parent.name[-3:]) for s in eight.segments for d in range(s.docs))
+
+
+def test_pruning_skips_postings_of_a_disjunctive_query(tmp_path: Path) -> None:
+    documents = corpus(5, 20_000, words=40)
+    writer = SegmentWriter()
+    writer.extend(documents)
+    with Segment(writer.write(tmp_path / "big.seg")) as segment:
+        searcher = SegmentSearcher(segment, BM25F(CollectionStats.from_segments([segment])), window=1024)
+        for query, share in (("w0 OR w1 OR w250", 0.5), ("w2 OR w3", 0.8)):
+            pruned = searcher.search(query, 10)
+            exhaustive = searcher.search(query, 10, prune=False)
+            assert pruned.hits == exhaustive.hits
+            assert exhaustive.counters.postings_scored == exhaustive.counters.postings_total
+            assert pruned.counters.postings_scored < exhaustive.counters.postings_scored * share, pruned.counters
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 10_000),
+    size=st.integers(1, 400),
+    terms=st.lists(st.sampled_from(WORDS[:60]), min_size=1, max_size=4),
+    disjunctive=st.booleans(),
+    k=st.integers(1, 30),
+    window=st.sampled_from([16, 64, 4096]),
+)
+def test_pruning_never_changes_the_top_k(
+    tmp_path: Path, seed: int, size: int, terms: list[str], disjunctive: bool, k: int, window: int
+) -> None:
+    writer = SegmentWriter()
+    writer.extend(corpus(seed, size, words=20))
+    path = writer.write(tmp_path / f"p{seed}.seg")
+    with Segment(path) as segment:
+        scorer = BM25F(CollectionStats.from_segments([segment]), Bm25fParams(weights=(3.0, 1.0, 0.5)))
+        searcher = SegmentSearcher(segment, scorer, window=window)
+        query = (" OR " if disjunctive else " ").join(terms)
+        pruned = searcher.search(query, k)
+        exhaustive = searcher.search(query, k, prune=False)
+        assert pruned.hits == exhaustive.hits
+        if disjunctive:
+            assert exhaustive.counters.postings_scored == exhaustive.counters.postings_total
+
+
+def test_an_index_without_manifest_is_refused(tmp_path: Path) -> None:
+    from crawlspace.index.container import IndexFormatError
+
+    with pytest.raises(IndexFormatError, match=r"no manifest\.json"):
+        Index(tmp_path)
