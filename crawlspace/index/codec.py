@@ -28,24 +28,33 @@ def varint_lengths(values: npt.ArrayLike) -> npt.NDArray[np.int64]:
     array = np.asarray(values, dtype=np.uint64)
     lengths = np.ones(array.shape, dtype=np.int64)
     for group in range(1, _MAX_BYTES):
-        lengths += array >= np.uint64(1 << (7 * group))
+        longer = array >= np.uint64(1 << (7 * group))
+        if not longer.any():
+            break
+        lengths += longer
     return lengths
 
 
-def encode_varints(values: npt.ArrayLike) -> U8Array:
-    """The variable-byte codes of non-negative integers, concatenated."""
+def encode_varints(values: npt.ArrayLike, lengths: npt.NDArray[np.int64] | None = None) -> U8Array:
+    """The variable-byte codes of non-negative integers, concatenated (`lengths`: their
+    `varint_lengths`, when the caller has them already)."""
     array = np.asarray(values)
     if array.size and array.min() < 0:
         raise ValueError("variable-byte codes are for non-negative integers")
     array = array.astype(np.uint64, copy=False).ravel()
-    lengths = varint_lengths(array)
+    if lengths is None:
+        lengths = varint_lengths(array)
     starts = np.cumsum(lengths) - lengths
-    out = np.empty(int(lengths.sum()), dtype=np.uint8)
-    for group in range(int(lengths.max(initial=0))):
-        has = lengths > group
-        byte = ((array[has] >> np.uint64(7 * group)) & np.uint64(0x7F)).astype(np.uint8)
-        more = (lengths[has] > group + 1).astype(np.uint8) << np.uint8(7)
-        out[starts[has] + group] = byte | more
+    out = np.empty(int(starts[-1] + lengths[-1]) if array.size else 0, dtype=np.uint8)
+    out[starts] = (array & np.uint64(0x7F)).astype(np.uint8) | ((lengths > 1).astype(np.uint8) << np.uint8(7))
+    longer = np.flatnonzero(lengths > 1)  # the values that need another byte, fewer at each step
+    group = 1
+    while longer.size:
+        byte = ((array[longer] >> np.uint64(7 * group)) & np.uint64(0x7F)).astype(np.uint8)
+        more = lengths[longer] > group + 1
+        out[starts[longer] + group] = byte | (more.astype(np.uint8) << np.uint8(7))
+        longer = longer[more]
+        group += 1
     return out
 
 

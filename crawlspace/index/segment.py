@@ -12,11 +12,13 @@ The file (all integers little-endian):
             offset, length, dtype and xxh3-64 checksum
 
 Documents get local ids 0..docs-1 in the order they were added. A term's postings are sorted by
-doc id and cut into blocks of `BLOCK_POSTINGS`; each block stores its doc-id gaps (the first gap
-from the previous block's last doc, or from -1), then per posting the term's frequency in each
-field, then per posting and field the gaps between the term's positions, each stream variable-byte
-coded (`codec`). The block table holds each block's last doc id and where its codes end in the
-three streams, so a query decodes only the blocks it needs and skips by doc id without decoding.
+doc id and cut into blocks of `BLOCK_POSTINGS`; each block stores, in four variable-byte coded
+streams (`codec`): its doc-id gaps (the first from the previous block's last doc, or from -1); per
+posting one frequency code (text frequency << 2 | title present << 1 | anchor present); the title
+and anchor frequencies of the postings that have them, in posting order (most have neither, so
+frequencies cost about one byte a posting); per posting and field the gaps between the term's
+positions. The block table holds each block's last doc id and where its codes end in each stream,
+so a query decodes only the blocks it needs and skips by doc id without decoding.
 Beside the postings: the front-coded term dictionary (`terms`), each term's document frequency
 and first block, the field lengths of each document (in terms), and the doc table (URL, title,
 host, and a prior slot for PageRank).
@@ -61,6 +63,10 @@ __all__ = [
 FIELDS: Final = ("title", "text", "anchor")
 """The fields of every document, in this order in every per-field array."""
 BLOCK_POSTINGS: Final = 128
+_MAIN: Final = 1
+"""The text field: the one whose frequency every posting stores."""
+_SPARSE: Final = [0, 2]
+"""Title and anchor: frequencies stored only where non-zero."""
 MAGIC: Final = b"CSPSEG\x00"
 VERSION: Final = 1
 
@@ -180,22 +186,33 @@ class SegmentWriter:
         rank[np.fromiter((self._vocabulary[t] for t in ordered), dtype=np.int64, count=len(ordered))] = np.arange(
             len(ordered), dtype=np.uint32
         )
+        occurrences = len(self._terms)
+        if occurrences >= 2**31:
+            raise ValueError("more than 2**31 term occurrences in one segment: give the writer fewer documents")
         # the occurrences came in (doc, field, position) order: a stable sort by term keeps it within a term
-        term_of = rank[np.frombuffer(self._terms, dtype=np.uint32)] if len(self._terms) else np.zeros(0, np.uint32)
-        order = np.argsort(term_of, kind="stable")
-        term = term_of[order].astype(np.int64)
-        doc = np.frombuffer(self._docs, dtype=np.uint32)[order].astype(np.int64) if order.size else term
-        field = np.frombuffer(self._fields, dtype=np.uint8)[order].astype(np.int64) if order.size else term
-        position = np.frombuffer(self._positions, dtype=np.uint32)[order].astype(np.int64) if order.size else term
+        term = rank[np.frombuffer(self._terms, dtype=np.uint32)] if occurrences else np.zeros(0, np.uint32)
+        order = np.argsort(term, kind="stable")
+        term = term[order]
+        doc = np.frombuffer(self._docs, dtype=np.uint32)[order] if occurrences else term
+        field = np.frombuffer(self._fields, dtype=np.uint8)[order] if occurrences else np.zeros(0, np.uint8)
+        position = np.frombuffer(self._positions, dtype=np.uint32)[order] if occurrences else term
+        del order
 
-        key = (term << 32) | doc
-        starts_posting = np.ones(key.size, dtype=bool)
-        starts_posting[1:] = key[1:] != key[:-1]
-        posting_of = np.cumsum(starts_posting) - 1
-        postings = int(starts_posting.sum())
-        posting_term = term[starts_posting]
-        posting_doc = doc[starts_posting]
+        key = (term.astype(np.uint64) << np.uint64(32)) | doc
+        starts_posting = np.ones(occurrences, dtype=bool)
+        np.not_equal(key[1:], key[:-1], out=starts_posting[1:])
+        del key
+        posting_of = np.cumsum(starts_posting, dtype=np.int64) - 1
+        postings = int(posting_of[-1]) + 1 if occurrences else 0
+        posting_term = term[starts_posting].astype(np.int64)
+        posting_doc = doc[starts_posting].astype(np.int64)
         freqs = np.bincount(posting_of * fields + field, minlength=postings * fields).reshape(postings, fields)
+
+        starts_group = starts_posting.copy()
+        starts_group[1:] |= field[1:] != field[:-1]
+        position_gaps = position.copy()
+        position_gaps[1:] -= np.where(starts_group[1:], np.uint32(0), position[:-1])
+        del starts_group, starts_posting, doc, field, position
 
         df = np.bincount(posting_term, minlength=len(ordered)).astype(np.int64)
         term_start = np.zeros(len(ordered) + 1, dtype=np.int64)
@@ -207,28 +224,28 @@ class SegmentWriter:
         rank_in_term = np.arange(postings) - term_start[posting_term]
         block_of = first_block[posting_term] + rank_in_term // BLOCK_POSTINGS
 
-        previous_doc = np.empty(postings, dtype=np.int64)
-        previous_doc[1:] = posting_doc[:-1]
-        first_of_term = rank_in_term == 0
-        previous_doc[first_of_term] = -1
-        gaps = posting_doc - previous_doc
-
-        group = posting_of * fields + field
-        starts_group = np.ones(group.size, dtype=bool)
-        starts_group[1:] = group[1:] != group[:-1]
-        position_gaps = position.copy()
-        position_gaps[1:] -= np.where(starts_group[1:], 0, position[:-1])
+        gaps = posting_doc.copy()
+        gaps[1:] -= posting_doc[:-1]
+        gaps[rank_in_term == 0] = posting_doc[rank_in_term == 0] + 1  # from -1 at a term's first posting
 
         block_last_doc = np.zeros(blocks, dtype=np.uint32)
         block_last_doc[block_of] = posting_doc  # the last write per block wins: postings are in doc order
 
-        def block_ends(lengths: I64Array, owner: I64Array) -> npt.NDArray[np.uint64]:
+        streams: dict[str, npt.NDArray[Any]] = {}
+
+        def stream(name: str, values: npt.NDArray[Any], owner: I64Array) -> npt.NDArray[np.uint64]:
+            """Encodes one stream of values into `streams`; returns where each block's codes end."""
+            lengths = varint_lengths(values)
+            streams[name] = encode_varints(values, lengths)
             return np.cumsum(np.bincount(owner, weights=lengths, minlength=blocks)).astype(np.uint64)
 
-        doc_codes = encode_varints(gaps)
-        freq_codes = encode_varints(freqs.ravel())
-        position_codes = encode_varints(position_gaps)
-        freq_lengths = varint_lengths(freqs).sum(axis=1)
+        # frequencies: per posting (text tf << 2 | has title << 1 | has anchor), then the title and
+        # anchor frequencies of the postings that have them (most have neither): about 1 byte a posting
+        main = (freqs[:, _MAIN] << 2) | ((freqs[:, _SPARSE] > 0) * np.array([2, 1])).sum(axis=1)
+        sparse = freqs[:, _SPARSE]
+        present = sparse > 0
+        sparse_values = sparse[present]
+        sparse_owner = np.repeat(block_of, present.sum(axis=1))
         urls, url_offsets = _blob(self._urls)
         titles, title_offsets = _blob(self._titles)
         host_names = [host_of(url) if "//" in url else "" for url in self._urls]
@@ -242,12 +259,14 @@ class SegmentWriter:
             "term_df": df.astype(np.uint32),
             "term_first_block": first_block.astype(np.uint64),
             "block_last_doc": block_last_doc,
-            "block_doc_end": block_ends(varint_lengths(gaps), block_of),
-            "block_freq_end": block_ends(freq_lengths, block_of),
-            "block_position_end": block_ends(varint_lengths(position_gaps), block_of[posting_of]),
-            "doc_codes": doc_codes,
-            "freq_codes": freq_codes,
-            "position_codes": position_codes,
+            "block_doc_end": stream("doc_codes", gaps, block_of),
+            "block_freq_end": stream("freq_codes", main, block_of),
+            "block_sparse_freq_end": stream("sparse_freq_codes", sparse_values, sparse_owner),
+            "block_position_end": stream("position_codes", position_gaps, block_of[posting_of]),
+            "doc_codes": streams["doc_codes"],
+            "freq_codes": streams["freq_codes"],
+            "sparse_freq_codes": streams["sparse_freq_codes"],
+            "position_codes": streams["position_codes"],
             "field_lengths": np.frombuffer(self._lengths, dtype=np.uint32).reshape(-1, fields)
             if len(self._lengths)
             else np.zeros((0, fields), dtype=np.uint32),
@@ -280,9 +299,11 @@ _SECTIONS: Final[SectionSpec] = {
     "block_last_doc": ("<u4", lambda h: h["blocks"]),
     "block_doc_end": ("<u8", lambda h: h["blocks"]),
     "block_freq_end": ("<u8", lambda h: h["blocks"]),
+    "block_sparse_freq_end": ("<u8", lambda h: h["blocks"]),
     "block_position_end": ("<u8", lambda h: h["blocks"]),
     "doc_codes": ("|u1", None),
     "freq_codes": ("|u1", None),
+    "sparse_freq_codes": ("|u1", None),
     "position_codes": ("|u1", None),
     "field_lengths": ("<u4", lambda h: h["docs"] * len(FIELDS)),
     "url_bytes": ("|u1", None),
@@ -340,9 +361,11 @@ class Segment:
         self.block_last_doc = sections["block_last_doc"]
         self._doc_end = sections["block_doc_end"]
         self._freq_end = sections["block_freq_end"]
+        self._sparse_freq_end = sections["block_sparse_freq_end"]
         self._position_end = sections["block_position_end"]
         self._doc_codes = sections["doc_codes"]
         self._freq_codes = sections["freq_codes"]
+        self._sparse_freq_codes = sections["sparse_freq_codes"]
         self._position_codes = sections["position_codes"]
         self.field_lengths = sections["field_lengths"].reshape(self.docs, len(FIELDS))
         self._url_bytes = sections["url_bytes"]
@@ -364,6 +387,7 @@ class Segment:
         for ends, stream in (
             ("block_doc_end", "doc_codes"),
             ("block_freq_end", "freq_codes"),
+            ("block_sparse_freq_end", "sparse_freq_codes"),
             ("block_position_end", "position_codes"),
         ):
             end = s[ends].astype(np.int64)
@@ -416,13 +440,26 @@ class Segment:
         """The postings of blocks [low, high) of the term whose blocks start at `first`; `counts`
         are the postings per block."""
         doc_start = int(self._doc_end[low - 1]) if low else 0
-        freq_start = int(self._freq_end[low - 1]) if low else 0
         total = int(counts.sum())
         gaps = decode_varints(self._doc_codes[doc_start : int(self._doc_end[high - 1])], total).astype(np.int64)
         base = -1 if low == first else int(self.block_last_doc[low - 1])
         docs = np.cumsum(gaps) + base
-        freqs = decode_varints(self._freq_codes[freq_start : int(self._freq_end[high - 1])], total * len(FIELDS))
-        return Postings(docs, freqs.astype(np.int64).reshape(total, len(FIELDS)))
+        return Postings(docs, self._freqs(low, high, total))
+
+    def _freqs(self, low: int, high: int, total: int) -> npt.NDArray[np.int64]:
+        """The frequencies per field of the postings of blocks [low, high) (`total` of them)."""
+        start = int(self._freq_end[low - 1]) if low else 0
+        main = decode_varints(self._freq_codes[start : int(self._freq_end[high - 1])], total).astype(np.int64)
+        freqs = np.zeros((total, len(FIELDS)), dtype=np.int64)
+        freqs[:, _MAIN] = main >> 2
+        present = np.stack([(main >> 1) & 1, main & 1], axis=1).astype(bool)
+        if present.any():
+            start = int(self._sparse_freq_end[low - 1]) if low else 0
+            codes = self._sparse_freq_codes[start : int(self._sparse_freq_end[high - 1])]
+            sparse = np.zeros((total, len(_SPARSE)), dtype=np.int64)
+            sparse[present] = decode_varints(codes, int(present.sum())).astype(np.int64)
+            freqs[:, _SPARSE] = sparse
+        return freqs
 
     def positions(self, block: int, index: int, freqs: npt.NDArray[np.int64]) -> list[I64Array]:
         """Per field, the positions of the `index`-th posting of `block` (`freqs`: that block's frequencies)."""
@@ -444,7 +481,6 @@ class Segment:
         counts = self._block_counts()[low:high]
         total = int(counts.sum())
         doc_start = int(self._doc_end[low - 1]) if low else 0
-        freq_start = int(self._freq_end[low - 1]) if low else 0
         gaps = decode_varints(self._doc_codes[doc_start : int(self._doc_end[high - 1])], total).astype(np.int64)
         block_of = np.repeat(np.arange(low, high), counts)
         starts = self._block_is_first()[low:high]
@@ -454,8 +490,7 @@ class Segment:
         offsets[1:] = np.cumsum(counts)[:-1]
         before = np.where(offsets > 0, running[np.maximum(offsets - 1, 0)], 0)
         docs = running - before[block_of - low] + base[block_of - low]
-        freqs = decode_varints(self._freq_codes[freq_start : int(self._freq_end[high - 1])], total * len(FIELDS))
-        return docs, freqs.astype(np.int64).reshape(total, len(FIELDS)), block_of
+        return docs, self._freqs(low, high, total), block_of
 
     def _block_counts(self) -> I64Array:
         cached: I64Array | None = getattr(self, "_counts", None)
@@ -498,7 +533,7 @@ class Segment:
         """Bytes on disk by part: postings (doc gaps, frequencies, positions), dictionary, the rest."""
         return {
             "doc_gaps": int(self._doc_codes.size),
-            "frequencies": int(self._freq_codes.size),
+            "frequencies": int(self._freq_codes.size + self._sparse_freq_codes.size),
             "positions": int(self._position_codes.size),
             "file": self.path.stat().st_size,
         }
