@@ -42,7 +42,7 @@ def shard_of(url: str, shards: int) -> int:
 
 
 def build_index(
-    documents: Iterable[IndexDocument], directory: str | Path, *, shards: int = 1, segment_docs: int = 50_000
+    documents: Iterable[IndexDocument], directory: str | Path, *, shards: int = 1, segment_docs: int = 25_000
 ) -> Path:
     """Writes the documents as `shards` shards (a new segment every `segment_docs` documents of a
     shard, to bound the writers' memory), then the statistics, then the manifest."""
