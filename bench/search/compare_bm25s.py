@@ -49,7 +49,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
     documents = [IndexDocument(d.url, text=d.text) for d in pages(args.pages, seed=3)]
-    queries = [q for terms in (1, 2, 3, 4) for q in draw_queries(documents, args.queries // 4, terms, seed=terms)]
+    drawn = [q for terms in (1, 2, 3, 4) for q in draw_queries(documents, args.queries // 4, terms, seed=terms)]
+    queries = [list(dict.fromkeys(query)) for query in drawn]  # crawlspace scores a repeated term once
     with tempfile.TemporaryDirectory() as temporary:
         work = Path(temporary)
         corpus = [tokenize(d.text) for d in documents]
