@@ -46,6 +46,7 @@ def main() -> None:
     parser.add_argument("--shards", default="1,8")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--windows", default="4096", help="doc-id window sizes of the pruned search to compare")
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -97,7 +98,10 @@ def main() -> None:
                         if terms == 1 and mode == "or":
                             continue
                         line = []
-                        for prune in (True, False):
+                        runs = [(True, int(w)) for w in args.windows.split(",")] + [(False, 4096)]
+                        for prune, window in runs:
+                            for searcher in index.searchers:
+                                searcher.window = window
                             latencies, scored, total = [], 0, 0
                             for query in queries:
                                 started = time.perf_counter()
@@ -105,11 +109,12 @@ def main() -> None:
                                 latencies.append(time.perf_counter() - started)
                                 scored += result.counters.postings_scored
                                 total += result.counters.postings_total
+                            name = f"pruned/{window}" if prune else "exhaustive"
                             line.append(
-                                f"{'pruned' if prune else 'exhaustive'}: {percentiles(latencies)},"
+                                f"{name:>12}: {percentiles(latencies)},"
                                 f" scored {scored / max(total, 1):5.1%} of postings"
                             )
-                        print(f"  {terms}-term {mode:>3}  " + "\n               ".join(line))
+                        print(f"  {terms}-term {mode:>3} " + "\n             ".join(line))
         finally:
             shutil.rmtree(directory)
 

@@ -3,6 +3,7 @@
     INDEX/manifest.json                 written last: an index without it is incomplete
     INDEX/stats.cst                     `CollectionStats` of all shards
     INDEX/shard-<s>/segment-<n>.seg     the segments of shard s
+    INDEX/shard-<s>/segment-<n>.seg.bounds-<digest>   its block bounds under some statistics (`bounds`)
 
 A page's shard is xxh3-64 of its URL modulo the number of shards (document partitioning, IIR 20.3),
 so every build of the same crawl puts a page in the same shard. `build_index` is the in-process
@@ -22,10 +23,11 @@ from types import TracebackType
 import xxhash
 
 from crawlspace.durable import fsync_directory
+from crawlspace.index.bounds import block_bounds
 from crawlspace.index.container import IndexFormatError
 from crawlspace.index.query import Query
 from crawlspace.index.scoring import BM25F, Bm25fParams
-from crawlspace.index.search import SearchResult, SegmentSearcher, search_segments
+from crawlspace.index.search import WINDOW_DOCS, SearchResult, SegmentSearcher, search_segments
 from crawlspace.index.segment import IndexDocument, Segment, SegmentWriter
 from crawlspace.index.stats import CollectionStats
 
@@ -71,7 +73,11 @@ def build_index(
             flush(shard)
     segments = [Segment(root / name) for names in written for name in names]
     try:
-        CollectionStats.from_segments(segments).write(root / STATS)
+        stats = CollectionStats.from_segments(segments)
+        stats.write(root / STATS)
+        scorer = BM25F(stats)
+        for segment in segments:
+            block_bounds(segment, scorer)  # stored beside the segment: the first search need not compute them
     finally:
         for segment in segments:
             segment.close()
@@ -89,7 +95,14 @@ def build_index(
 class Index:
     """An opened index directory: every segment memory-mapped, searched in parallel threads."""
 
-    def __init__(self, directory: str | Path, *, params: Bm25fParams | None = None, threads: int | None = None):
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        params: Bm25fParams | None = None,
+        threads: int | None = None,
+        window: int = WINDOW_DOCS,
+    ):
         self.directory = Path(directory)
         try:
             manifest = json.loads((self.directory / MANIFEST).read_text(encoding="utf-8"))
@@ -111,7 +124,7 @@ class Index:
         self.segments = [Segment(self.directory / name) for name in names]
         self._pool = ThreadPoolExecutor(max_workers=threads or min(len(self.segments), os.cpu_count() or 1))
         self.searchers: Sequence[SegmentSearcher] = list(
-            self._pool.map(lambda segment: SegmentSearcher(segment, self.scorer), self.segments)
+            self._pool.map(lambda segment: SegmentSearcher(segment, self.scorer, window=window), self.segments)
         )
 
     def search(self, query: Query | str, k: int = 10, *, prune: bool = True) -> SearchResult:

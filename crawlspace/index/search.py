@@ -29,8 +29,9 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from crawlspace.index.bounds import block_bounds
 from crawlspace.index.query import Query, parse_query
-from crawlspace.index.scoring import BM25F, block_max_tfn
+from crawlspace.index.scoring import BM25F
 from crawlspace.index.segment import BLOCK_POSTINGS, Postings, Segment
 
 __all__ = ["WINDOW_DOCS", "Hit", "SearchCounters", "SearchResult", "SegmentSearcher", "search_segments"]
@@ -82,7 +83,7 @@ def _ranked(hits: list[Hit], k: int) -> list[Hit]:
 class _Cursor:
     """One term's postings in one segment: its blocks, their bounds, and decoding by doc range."""
 
-    __slots__ = ("bounds", "counters", "df", "end", "first", "idf", "last_docs", "segment")
+    __slots__ = ("bounds", "df", "end", "first", "idf", "last_docs", "padded_bounds", "segment")
 
     def __init__(
         self, segment: Segment, first: int, end: int, df: int, idf: float, block_max: F64Array, scorer: BM25F
@@ -91,6 +92,8 @@ class _Cursor:
         self.first, self.end, self.df, self.idf = first, end, df, idf
         self.last_docs = segment.block_last_doc[first:end].astype(np.int64)
         self.bounds = scorer.saturate(idf, block_max[first:end]) * _SLACK
+        self.padded_bounds = np.append(self.bounds, 0.0)
+        """The bound of each block and 0 past the last: indexed by `searchsorted(last_docs, doc)`."""
 
     def window_blocks(self, lows: I64Array, highs: I64Array) -> tuple[I64Array, I64Array]:
         """Per window [low, high), the range [j, j_end) of this term's blocks (local numbers) that overlap it."""
@@ -139,13 +142,14 @@ class _WindowPostings:
 
 
 class SegmentSearcher:
-    """One segment searched with one collection's scoring (its block bounds computed on creation)."""
+    """One segment searched with one collection's scoring (its block bounds read or computed on
+    creation, `bounds`; `cache=False` neither reads nor writes the file beside the segment)."""
 
-    def __init__(self, segment: Segment, scorer: BM25F, *, window: int = WINDOW_DOCS) -> None:
+    def __init__(self, segment: Segment, scorer: BM25F, *, window: int = WINDOW_DOCS, cache: bool = True) -> None:
         self.segment = segment
         self.scorer = scorer
         self.window = window
-        self.block_max = block_max_tfn(segment, scorer)
+        self.block_max = block_bounds(segment, scorer, cache=cache)
         self.hosts = segment.hosts()
 
     def _cursor(self, term: str) -> _Cursor | None:
@@ -242,7 +246,7 @@ class SegmentSearcher:
             starts, ends = cursor.window_blocks(lows, highs)
             ranges.append((starts, ends))
             present[row] = starts < ends
-            padded = np.append(cursor.bounds, 0.0)
+            padded = cursor.padded_bounds
             pairs = np.empty(2 * windows, dtype=np.int64)
             pairs[0::2], pairs[1::2] = starts, ends
             bounds[row] = np.where(present[row], np.maximum.reduceat(padded, pairs)[0::2], 0.0)
@@ -279,6 +283,12 @@ class SegmentSearcher:
                 candidates = np.unique(np.concatenate([postings_of[row].docs for row in essential]))
             if allowed is not None:
                 candidates = candidates[allowed[candidates]]
+            if prune and theta > -math.inf and candidates.size:
+                # block-max: a candidate can score at most the bounds of the blocks it falls in
+                ceiling = np.zeros(candidates.size, dtype=np.float64)
+                for row in rows:
+                    ceiling += cursors[row].padded_bounds[np.searchsorted(cursors[row].last_docs, candidates)]
+                candidates = candidates[ceiling >= theta]
             if not candidates.size:
                 continue
             contributions: dict[int, F64Array] = {}

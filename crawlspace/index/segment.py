@@ -31,6 +31,7 @@ block offsets non-decreasing and ending at each stream's end.
 
 from __future__ import annotations
 
+import json
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from typing import Any, Final
 import msgspec
 import numpy as np
 import numpy.typing as npt
+import xxhash
 
 from crawlspace.index.codec import CodecError, decode_varints, encode_varints, varint_lengths
 from crawlspace.index.container import IndexFormatError, SectionSpec, open_container, write_container
@@ -350,6 +352,8 @@ class Segment:
             )
         if header.get("fields") != list(FIELDS) or header.get("block_postings") != BLOCK_POSTINGS:
             raise self._error(f"fields {header.get('fields')} / block size {header.get('block_postings')} unknown")
+        self.fingerprint = xxhash.xxh3_64_hexdigest(json.dumps(header, sort_keys=True).encode())
+        """Names this segment's contents (its header lists every section's checksum)."""
         self.docs: int = int(header["docs"])
         self.term_count: int = int(header["terms"])
         self.posting_count: int = int(header["postings"])

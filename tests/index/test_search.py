@@ -171,3 +171,32 @@ def test_an_index_without_manifest_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(IndexFormatError, match=r"no manifest\.json"):
         Index(tmp_path)
+
+
+def test_block_bounds_are_kept_beside_the_segment_and_rebuilt_when_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crawlspace.index import bounds
+    from crawlspace.index.scoring import block_max_tfn
+
+    writer = SegmentWriter()
+    writer.extend(corpus(8, 300))
+    with Segment(writer.write(tmp_path / "b.seg")) as segment:
+        scorer = BM25F(CollectionStats.from_segments([segment]))
+        expected = block_max_tfn(segment, scorer).tolist()
+        cached = bounds.bounds_path(segment, scorer)
+        assert not cached.exists()
+        assert bounds.block_bounds(segment, scorer).tolist() == expected
+        assert cached.exists()
+        with monkeypatch.context() as patch:
+            patch.setattr(bounds, "block_max_tfn", lambda *_: pytest.fail("computed although cached"))
+            assert bounds.block_bounds(segment, scorer).tolist() == expected
+        cached.write_bytes(cached.read_bytes()[:-3])  # damaged: computed again, and rewritten
+        assert bounds.block_bounds(segment, scorer).tolist() == expected
+        other = BM25F(scorer.stats, Bm25fParams(k1=2.0, b=(0.5, 0.5, 0.5)))
+        assert bounds.bounds_path(segment, other) != cached
+    writer = SegmentWriter()
+    writer.extend(corpus(9, 300))  # another segment at the same path: the old file is not taken for it
+    with Segment(writer.write(tmp_path / "b.seg")) as segment:
+        assert cached.exists() and bounds.bounds_path(segment, scorer) == cached
+        assert bounds.block_bounds(segment, scorer).tolist() == block_max_tfn(segment, scorer).tolist()
