@@ -32,7 +32,7 @@ import numpy.typing as npt
 from crawlspace.index.bounds import block_bounds
 from crawlspace.index.query import Query, parse_query
 from crawlspace.index.scoring import BM25F
-from crawlspace.index.segment import BLOCK_POSTINGS, Postings, Segment
+from crawlspace.index.segment import BLOCK_POSTINGS, Segment
 
 __all__ = ["WINDOW_DOCS", "Hit", "SearchCounters", "SearchResult", "SegmentSearcher", "search_segments"]
 
@@ -101,18 +101,37 @@ class _Cursor:
         ends = np.minimum(np.searchsorted(self.last_docs, highs, side="left") + 1, self.last_docs.size)
         return starts.astype(np.int64), ends.astype(np.int64)
 
-    def decode(self, start: int, stop: int, low: int, high: int, counters: SearchCounters) -> Postings:
-        """Postings of local blocks [start, stop) with doc ids in [low, high)."""
-        counts = np.full(stop - start, BLOCK_POSTINGS, dtype=np.int64)
-        if stop == self.end - self.first:
-            counts[-1] = self.df - (stop - 1) * BLOCK_POSTINGS
-        postings = self.segment.decode(self.first, self.first + start, self.first + stop, counts)
-        counters.blocks_decoded += stop - start
-        keep = slice(int(np.searchsorted(postings.docs, low)), int(np.searchsorted(postings.docs, high)))
-        return Postings(postings.docs[keep], postings.freqs[keep])
+    def counts(self, start: int, stop: int) -> int:
+        """How many postings local blocks [start, stop) hold."""
+        last = self.end - self.first
+        return (stop - start) * BLOCK_POSTINGS - (BLOCK_POSTINGS * last - self.df if stop == last else 0)
 
-    def all(self, counters: SearchCounters) -> Postings:
-        return self.decode(0, self.end - self.first, 0, 1 << 62, counters)
+    def window(self, start: int, stop: int, low: int, high: int, counters: SearchCounters) -> _TermWindow:
+        """The postings of local blocks [start, stop) with doc ids in [low, high): doc ids now,
+        frequencies when first asked for."""
+        total = self.counts(start, stop)
+        docs = self.segment.decode_docs(self.first, self.first + start, self.first + stop, total)
+        counters.blocks_decoded += stop - start
+        keep = slice(int(np.searchsorted(docs, low)), int(np.searchsorted(docs, high)))
+        return _TermWindow(self, start, stop, total, keep, docs[keep])
+
+
+class _TermWindow:
+    """One term's postings in one window: the doc ids, and the frequencies decoded on demand (a
+    conjunctive window whose intersection is empty never decodes them)."""
+
+    __slots__ = ("_freqs", "cursor", "docs", "keep", "start", "stop", "total")
+
+    def __init__(self, cursor: _Cursor, start: int, stop: int, total: int, keep: slice, docs: I64Array) -> None:
+        self.cursor, self.start, self.stop, self.total, self.keep, self.docs = cursor, start, stop, total, keep, docs
+        self._freqs: npt.NDArray[np.int64] | None = None
+
+    def freqs(self) -> npt.NDArray[np.int64]:
+        if self._freqs is None:
+            cursor = self.cursor
+            low, high = cursor.first + self.start, cursor.first + self.stop
+            self._freqs = cursor.segment.decode_freqs(low, high, self.total)[self.keep]
+        return self._freqs
 
 
 class _WindowPostings:
@@ -131,13 +150,13 @@ class _WindowPostings:
     ) -> None:
         self.cursors, self.ranges, self.window = cursors, ranges, window
         self.low, self.high, self.counters = low, high, counters
-        self.decoded: dict[int, Postings] = {}
+        self.decoded: dict[int, _TermWindow] = {}
 
-    def __getitem__(self, row: int) -> Postings:
+    def __getitem__(self, row: int) -> _TermWindow:
         if row not in self.decoded:
             starts, ends = self.ranges[row]
             start, end = int(starts[self.window]), int(ends[self.window])
-            self.decoded[row] = self.cursors[row].decode(start, end, self.low, self.high, self.counters)
+            self.decoded[row] = self.cursors[row].window(start, end, self.low, self.high, self.counters)
         return self.decoded[row]
 
 
@@ -180,7 +199,7 @@ class SegmentSearcher:
             if len(excluded) == 1 and (cursor := self._cursor(excluded[0])) is not None:
                 if allowed is None:
                     allowed = np.ones(self.segment.docs, dtype=bool)
-                allowed[cursor.all(counters).docs] = False
+                allowed[cursor.window(0, cursor.end - cursor.first, 0, 1 << 62, counters).docs] = False
         return allowed
 
     def _positions(self, cursor: _Cursor, doc: int) -> list[I64Array] | None:
@@ -302,7 +321,7 @@ class SegmentSearcher:
                 scores = np.zeros(candidates.size, dtype=np.float64)
                 if found.any():
                     scores[found] = self.scorer.scores(
-                        cursors[row].idf, postings.freqs[at[found]], segment.field_lengths[candidates[found]]
+                        cursors[row].idf, postings.freqs()[at[found]], segment.field_lengths[candidates[found]]
                     )
                 counters.postings_scored += int(found.sum())
                 contributions[row] = scores

@@ -443,21 +443,27 @@ class Segment:
     def decode(self, first: int, low: int, high: int, counts: I64Array) -> Postings:
         """The postings of blocks [low, high) of the term whose blocks start at `first`; `counts`
         are the postings per block."""
-        doc_start = int(self._doc_end[low - 1]) if low else 0
         total = int(counts.sum())
-        gaps = decode_varints(self._doc_codes[doc_start : int(self._doc_end[high - 1])], total).astype(np.int64)
-        base = -1 if low == first else int(self.block_last_doc[low - 1])
-        docs = np.cumsum(gaps) + base
-        return Postings(docs, self._freqs(low, high, total))
+        return Postings(self.decode_docs(first, low, high, total), self.decode_freqs(low, high, total))
 
-    def _freqs(self, low: int, high: int, total: int) -> npt.NDArray[np.int64]:
+    def decode_docs(self, first: int, low: int, high: int, total: int) -> I64Array:
+        """The doc ids of blocks [low, high) (`total` postings) of the term whose blocks start at `first`."""
+        start = int(self._doc_end[low - 1]) if low else 0
+        gaps = decode_varints(self._doc_codes[start : int(self._doc_end[high - 1])], total).astype(np.int64)
+        gaps[0] += -1 if low == first else int(self.block_last_doc[low - 1])
+        return np.cumsum(gaps, out=gaps)
+
+    def decode_freqs(self, low: int, high: int, total: int) -> npt.NDArray[np.int64]:
         """The frequencies per field of the postings of blocks [low, high) (`total` of them)."""
         start = int(self._freq_end[low - 1]) if low else 0
         main = decode_varints(self._freq_codes[start : int(self._freq_end[high - 1])], total).astype(np.int64)
         freqs = np.zeros((total, len(FIELDS)), dtype=np.int64)
         freqs[:, _MAIN] = main >> 2
-        present = np.stack([(main >> 1) & 1, main & 1], axis=1).astype(bool)
-        if present.any():
+        flags = main & 3
+        if flags.any():
+            present = np.empty((total, len(_SPARSE)), dtype=bool)
+            present[:, 0] = flags >= 2
+            present[:, 1] = (flags & 1).astype(bool)
             start = int(self._sparse_freq_end[low - 1]) if low else 0
             codes = self._sparse_freq_codes[start : int(self._sparse_freq_end[high - 1])]
             sparse = np.zeros((total, len(_SPARSE)), dtype=np.int64)
@@ -494,7 +500,7 @@ class Segment:
         offsets[1:] = np.cumsum(counts)[:-1]
         before = np.where(offsets > 0, running[np.maximum(offsets - 1, 0)], 0)
         docs = running - before[block_of - low] + base[block_of - low]
-        return docs, self._freqs(low, high, total), block_of
+        return docs, self.decode_freqs(low, high, total), block_of
 
     def _block_counts(self) -> I64Array:
         cached: I64Array | None = getattr(self, "_counts", None)

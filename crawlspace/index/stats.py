@@ -49,11 +49,9 @@ class CollectionStats:
             raise ValueError(f"{len(self.field_totals)} field totals for {len(FIELDS)} fields")
         self._terms = terms
         self._df = df
-
-    @property
-    def average_lengths(self) -> tuple[float, ...]:
+        self.average_lengths = tuple(total / doc_count if doc_count else 0.0 for total in self.field_totals)
         """Average length of each field over all documents (0 for an empty collection)."""
-        return tuple(total / self.doc_count if self.doc_count else 0.0 for total in self.field_totals)
+
 
     def document_frequency(self, term: str) -> int:
         """In how many documents `term` occurs in any field."""
