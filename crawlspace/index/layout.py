@@ -31,7 +31,7 @@ from crawlspace.index.search import WINDOW_DOCS, SearchResult, SegmentSearcher, 
 from crawlspace.index.segment import IndexDocument, Segment, SegmentWriter
 from crawlspace.index.stats import CollectionStats
 
-__all__ = ["MANIFEST", "STATS", "Index", "build_index", "shard_of"]
+__all__ = ["MANIFEST", "STATS", "Index", "build_index", "finish_index", "segment_name", "shard_of"]
 
 MANIFEST = "manifest.json"
 STATS = "stats.cst"
@@ -58,7 +58,7 @@ def build_index(
     def flush(shard: int) -> None:
         folder = root / f"shard-{shard:03d}"
         folder.mkdir(exist_ok=True)
-        name = f"shard-{shard:03d}/segment-{len(written[shard]):04d}.seg"
+        name = segment_name(shard, len(written[shard]))
         writers[shard].write(root / name)
         written[shard].append(name)
         writers[shard] = SegmentWriter()
@@ -71,7 +71,18 @@ def build_index(
     for shard in range(shards):
         if len(writers[shard]) or not written[shard]:
             flush(shard)
-    segments = [Segment(root / name) for names in written for name in names]
+    return finish_index(root, written)
+
+
+def segment_name(shard: int, number: int) -> str:
+    """Where segment `number` of `shard` goes, relative to the index directory."""
+    return f"shard-{shard:03d}/segment-{number:04d}.seg"
+
+
+def finish_index(root: Path, shards: Sequence[Sequence[str]]) -> Path:
+    """Completes an index whose segments are written (`shards[s]`: shard s's segment names):
+    the global statistics of all of them, their block bounds, and last the manifest."""
+    segments = [Segment(root / name) for names in shards for name in names]
     try:
         stats = CollectionStats.from_segments(segments)
         stats.write(root / STATS)
@@ -81,7 +92,7 @@ def build_index(
     finally:
         for segment in segments:
             segment.close()
-    manifest = {"format": FORMAT, "shards": written, "stats": STATS}
+    manifest = {"format": FORMAT, "shards": [list(names) for names in shards], "stats": STATS}
     aside = root / (MANIFEST + ".writing")
     with open(aside, "w", encoding="utf-8") as out:
         json.dump(manifest, out, indent=1)

@@ -52,7 +52,6 @@ class CollectionStats:
         self.average_lengths = tuple(total / doc_count if doc_count else 0.0 for total in self.field_totals)
         """Average length of each field over all documents (0 for an empty collection)."""
 
-
     def document_frequency(self, term: str) -> int:
         """In how many documents `term` occurs in any field."""
         ordinal = self._terms.ordinal(term)
