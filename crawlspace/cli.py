@@ -418,7 +418,8 @@ def _job_directory(directory: Path) -> Path:
     show_default=True,
     help="synchronous or threads (in this process), or a Dask scheduler address tcp://HOST:8786.",
 )
-@click.option("--only", help="Comma-separated jobs to run (dedup, near, graph, pagerank); default: all.")
+@click.option("--only", help="Comma-separated jobs to run (dedup, near, graph, pagerank, index); default: all.")
+@click.option("--shards", type=click.IntRange(1, 4096), default=4, show_default=True, help="Shards of the index job.")
 @click.option("--out", type=click.Path(path_type=Path), help="Where jobs/ is written (default: the first directory).")
 @click.option("--partitions", type=click.IntRange(1, 100_000), default=None, help="Key ranges of the crawl table.")
 @click.option("--damping", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.85, show_default=True)
@@ -439,9 +440,10 @@ def jobs_command(
     damping: float,
     seed_urls: tuple[str, ...],
     representative: str,
+    shards: int,
 ) -> None:
     """Batch jobs over the crawl in DIRECTORIES (one crawl, or its nodes' directories): exact and
-    near-duplicate clusters, the link graph, PageRank; outputs in DIR/jobs/<name>/ (Parquet)."""
+    near-duplicate clusters, the link graph, PageRank, the search index; outputs in DIR/jobs/<name>/."""
     from crawlspace.jobs import JobError, JobOutputError, run
     from crawlspace.store import CrawlTableError
     from crawlspace.urls import InvalidURL, normalize
@@ -456,7 +458,11 @@ def jobs_command(
             scheduler=scheduler,
             out=out,
             partitions=partitions or 0,
-            options={"pagerank": {"damping": damping, "seeds": seeds}, "dedup": {"representative": representative}},
+            options={
+                "pagerank": {"damping": damping, "seeds": seeds},
+                "dedup": {"representative": representative},
+                "index": {"shards": shards},
+            },
             progress=lambda line: click.echo(f"crawlspace: {line}", err=True),
         )
     except (JobError, JobOutputError, CrawlTableError, InvalidURL, ValueError, OSError) as exc:
@@ -510,6 +516,35 @@ def rank_command(directory: Path, top: int, as_json: bool) -> None:
     click.echo(f"{'pagerank':>10} {'in':>6}  url")
     for row in ranked:
         click.echo(f"{row['pagerank']:>10.6f} {row['indegree']:>6}  {printable(row['url'])}")
+
+
+@main.command(name="search")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.argument("query")
+@click.option("-k", "top", type=click.IntRange(1, 10_000), default=10, show_default=True, help="Results to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print a list of {url, score, title} in rank order.")
+def search_command(directory: Path, query: str, top: int, as_json: bool) -> None:
+    """Search the index that `crawlspace jobs` built (DIR/jobs/index): words (all of them), "a phrase",
+    -excluded, site:host, a OR b."""
+    from crawlspace.index import Index, IndexFormatError
+    from crawlspace.jobs.lookup import printable
+
+    try:
+        with Index(_job_directory(directory) / "jobs" / "index") as index:
+            result = index.search(query, top)
+    except IndexFormatError as exc:
+        fail(f"{exc} (build it with `crawlspace jobs {directory} --only index`)")
+    if as_json:
+        click.echo(
+            json.dumps([{"url": h.url, "score": h.score, "title": h.title} for h in result.hits], ensure_ascii=False)
+        )
+        return
+    for rank, hit in enumerate(result.hits, 1):
+        click.echo(f"{rank:>3} {hit.score:8.4f}  {printable(hit.url)}")
+        if hit.title:
+            click.echo(f"{'':>13}{printable(hit.title)}")
+    if not result.hits:
+        click.echo("no results", err=True)
 
 
 @main.command("config-reference")

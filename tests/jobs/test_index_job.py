@@ -5,6 +5,7 @@ results to 1e-9."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from crawlspace.jobs import read_table, run
 from crawlspace.jobs.output import jobs_dir
 from crawlspace.simweb import SimWeb
 from crawlspace.store.reader import CrawlReader
+from tests.conftest import run_cli
 from tests.jobs.test_jobs_e2e import crawl
 from tests.store.test_duplicates_e2e import WEB
 
@@ -112,3 +114,17 @@ def test_another_build_ranks_the_same(crawled: Path, built: dict[str, Any], tmp_
             got = [(h.url, h.score) for h in index.search(parse_query(query), 20).hits]
             assert [u for u, _ in got] == [u for u, _ in expected[query]]
             assert [s for _, s in got] == pytest.approx([s for _, s in expected[query]], abs=1e-9)
+
+
+def test_cli_search(crawled: Path, built: dict[str, Any], tmp_path: Path) -> None:
+    with Index(jobs_dir(crawled) / "index") as index:
+        expected = index.search("water OR people", 5).hits
+    shown = run_cli("search", str(crawled), "water OR people", "-k", "5", "--json")
+    assert shown.returncode == 0, shown.stderr
+    listed = json.loads(shown.stdout)
+    assert [(row["url"], row["title"]) for row in listed] == [(hit.url, hit.title) for hit in expected]
+    assert [row["score"] for row in listed] == pytest.approx([hit.score for hit in expected], rel=1e-12)
+    text = run_cli("search", str(crawled), "water OR people", "-k", "2")
+    assert text.returncode == 0 and expected[0].url in text.stdout.splitlines()[0]
+    missing = run_cli("search", str(tmp_path), "water")
+    assert missing.returncode == 2 and "no manifest.json" in missing.stderr and "--only index" in missing.stderr
