@@ -8,6 +8,8 @@ compress millions of postings per second and the reader decode a postings block 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -58,13 +60,16 @@ def encode_varints(values: npt.ArrayLike, lengths: npt.NDArray[np.int64] | None 
     return out
 
 
-def decode_varints(codes: U8Array, count: int | None = None) -> U64Array:
-    """The values of concatenated variable-byte codes; `count`, when given, is checked."""
+def decode_varints(
+    codes: U8Array, count: int | None = None, dtype: type[np.unsignedinteger[Any] | np.signedinteger[Any]] = np.uint64
+) -> npt.NDArray[Any]:
+    """The values of concatenated variable-byte codes; `count`, when given, is checked. `dtype`
+    int64 saves the index a conversion (its values are all below 2**63)."""
     buffer = np.asarray(codes, dtype=np.uint8)
     if buffer.size == 0:
-        values = np.zeros(0, dtype=np.uint64)
+        values = np.zeros(0, dtype=dtype)
     elif buffer.max() < 0x80:  # every value below 128: one byte each (most doc-id gaps and frequencies)
-        values = buffer.astype(np.uint64)
+        values = buffer.astype(dtype)
     else:
         last = buffer < 0x80
         if not last[-1]:
@@ -83,7 +88,7 @@ def decode_varints(codes: U8Array, count: int | None = None) -> U64Array:
         np.cumsum(place, out=place)
         wide = np.uint64 if lengths.max() > 4 else np.uint32  # 4 groups of 7 bits fit 32 bits
         parts = (buffer & np.uint8(0x7F)).astype(wide) << (place * 7).astype(wide)
-        values = np.add.reduceat(parts, starts).astype(np.uint64)
+        values = np.add.reduceat(parts, starts).astype(dtype, copy=False)
     if count is not None and values.size != count:
         raise CodecError(f"{values.size} codes where {count} were expected")
     return values

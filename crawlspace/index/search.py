@@ -172,13 +172,13 @@ class SegmentSearcher:
         self.hosts = segment.hosts()
 
     def _cursor(self, term: str) -> _Cursor | None:
-        blocks = self.segment.term_blocks(term)
-        if blocks is None:
+        segment = self.segment
+        ordinal = segment.terms.ordinal(term)
+        if ordinal is None:
             return None
-        ordinal = self.segment.terms.ordinal(term)
-        assert ordinal is not None
+        first, end = int(segment.term_first_block[ordinal]), int(segment.term_first_block[ordinal + 1])
         idf = self.scorer.idf(self.scorer.stats.document_frequency(term))
-        return _Cursor(self.segment, *blocks, int(self.segment.term_df[ordinal]), idf, self.block_max, self.scorer)
+        return _Cursor(segment, first, end, int(segment.term_df[ordinal]), idf, self.block_max, self.scorer)
 
     def _site_hosts(self, sites: Sequence[str]) -> I64Array:
         def matches(host: str, site: str) -> bool:
@@ -239,19 +239,14 @@ class SegmentSearcher:
         segment = self.segment
         if query.empty or k <= 0 or not segment.docs:
             return SearchResult([], counters)
-        cursors: list[_Cursor] = []
-        for term in query.terms:
-            cursor = self._cursor(term)
-            if cursor is None:
-                if query.conjunctive:
-                    return SearchResult([], counters)
-                continue
-            cursors.append(cursor)
-        phrase_terms = {term for phrase in query.phrases for term in phrase}
-        if not cursors or any(segment.term_blocks(term) is None for term in phrase_terms):
+        term_cursors = {term: self._cursor(term) for term in query.terms}
+        cursors = [cursor for cursor in term_cursors.values() if cursor is not None]
+        if query.conjunctive and len(cursors) < len(term_cursors):
+            return SearchResult([], counters)
+        if not cursors or any(term_cursors[term] is None for phrase in query.phrases for term in phrase):
             return SearchResult([], counters)
         counters.postings_total = sum(cursor.df for cursor in cursors)
-        phrases = [[self._cursor(term) for term in phrase] for phrase in query.phrases]
+        phrases = [[term_cursors[term] for term in phrase] for phrase in query.phrases]
         excluded_phrases = [[self._cursor(term) for term in p] for p in query.excluded if len(p) > 1]
         allowed = self._allowed(query, counters)
 

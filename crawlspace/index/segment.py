@@ -449,14 +449,14 @@ class Segment:
     def decode_docs(self, first: int, low: int, high: int, total: int) -> I64Array:
         """The doc ids of blocks [low, high) (`total` postings) of the term whose blocks start at `first`."""
         start = int(self._doc_end[low - 1]) if low else 0
-        gaps = decode_varints(self._doc_codes[start : int(self._doc_end[high - 1])], total).astype(np.int64)
+        gaps = decode_varints(self._doc_codes[start : int(self._doc_end[high - 1])], total, dtype=np.int64)
         gaps[0] += -1 if low == first else int(self.block_last_doc[low - 1])
         return np.cumsum(gaps, out=gaps)
 
     def decode_freqs(self, low: int, high: int, total: int) -> npt.NDArray[np.int64]:
         """The frequencies per field of the postings of blocks [low, high) (`total` of them)."""
         start = int(self._freq_end[low - 1]) if low else 0
-        main = decode_varints(self._freq_codes[start : int(self._freq_end[high - 1])], total).astype(np.int64)
+        main = decode_varints(self._freq_codes[start : int(self._freq_end[high - 1])], total, dtype=np.int64)
         freqs = np.zeros((total, len(FIELDS)), dtype=np.int64)
         freqs[:, _MAIN] = main >> 2
         flags = main & 3
@@ -467,7 +467,7 @@ class Segment:
             start = int(self._sparse_freq_end[low - 1]) if low else 0
             codes = self._sparse_freq_codes[start : int(self._sparse_freq_end[high - 1])]
             sparse = np.zeros((total, len(_SPARSE)), dtype=np.int64)
-            sparse[present] = decode_varints(codes, int(present.sum())).astype(np.int64)
+            sparse[present] = decode_varints(codes, int(present.sum()), dtype=np.int64)
             freqs[:, _SPARSE] = sparse
         return freqs
 
@@ -475,7 +475,7 @@ class Segment:
         """Per field, the positions of the `index`-th posting of `block` (`freqs`: that block's frequencies)."""
         start = int(self._position_end[block - 1]) if block else 0
         end = int(self._position_end[block])
-        gaps = decode_varints(self._position_codes[start:end], int(freqs.sum())).astype(np.int64)
+        gaps = decode_varints(self._position_codes[start:end], int(freqs.sum()), dtype=np.int64)
         before = int(freqs[:index].sum())
         out: list[I64Array] = []
         at = before
@@ -491,7 +491,7 @@ class Segment:
         counts = self._block_counts()[low:high]
         total = int(counts.sum())
         doc_start = int(self._doc_end[low - 1]) if low else 0
-        gaps = decode_varints(self._doc_codes[doc_start : int(self._doc_end[high - 1])], total).astype(np.int64)
+        gaps = decode_varints(self._doc_codes[doc_start : int(self._doc_end[high - 1])], total, dtype=np.int64)
         block_of = np.repeat(np.arange(low, high), counts)
         starts = self._block_is_first()[low:high]
         base = np.where(starts, -1, self.block_last_doc[np.maximum(np.arange(low, high) - 1, 0)].astype(np.int64))

@@ -35,6 +35,9 @@ _SECTIONS: Final[SectionSpec] = {
 }
 
 
+_RECENT_TERMS: Final = 65_536
+
+
 class StatsFormatError(IndexFormatError):
     """A statistics file that cannot be read."""
 
@@ -49,13 +52,21 @@ class CollectionStats:
             raise ValueError(f"{len(self.field_totals)} field totals for {len(FIELDS)} fields")
         self._terms = terms
         self._df = df
+        self._recent: dict[str, int] = {}
         self.average_lengths = tuple(total / doc_count if doc_count else 0.0 for total in self.field_totals)
         """Average length of each field over all documents (0 for an empty collection)."""
 
     def document_frequency(self, term: str) -> int:
-        """In how many documents `term` occurs in any field."""
-        ordinal = self._terms.ordinal(term)
-        return 0 if ordinal is None else int(self._df[ordinal])
+        """In how many documents `term` occurs in any field (remembered: every segment asks for the
+        terms of each query)."""
+        known = self._recent.get(term)
+        if known is None:
+            ordinal = self._terms.ordinal(term)
+            known = 0 if ordinal is None else int(self._df[ordinal])
+            if len(self._recent) >= _RECENT_TERMS:
+                self._recent.clear()
+            self._recent[term] = known
+        return known
 
     def __len__(self) -> int:
         return len(self._terms)
