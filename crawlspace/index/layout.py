@@ -132,7 +132,14 @@ class Index:
         self.shards = len(manifest["shards"])
         self.stats = CollectionStats.read(self.directory / stats_name)
         self.scorer = BM25F(self.stats, params or Bm25fParams())
-        self.segments = [Segment(self.directory / name) for name in names]
+        self.segments: list[Segment] = []
+        try:
+            for name in names:
+                self.segments.append(Segment(self.directory / name))
+        except IndexFormatError:
+            for segment in self.segments:
+                segment.close()
+            raise
         self._pool = ThreadPoolExecutor(max_workers=threads or min(len(self.segments), os.cpu_count() or 1))
         self.searchers: Sequence[SegmentSearcher] = list(
             self._pool.map(lambda segment: SegmentSearcher(segment, self.scorer, window=window), self.segments)
