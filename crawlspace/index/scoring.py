@@ -7,7 +7,8 @@ normalized by that field's length, weighted and summed, then saturated once:
     score(t, d) = idf(t) * tfn / (tfn + k1)
     idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))        (Lucene's, never negative)
 
-and a document's score is the sum over the query's terms. With one field of weight 1 this is
+and a document's score is the sum over the query's terms, plus its PageRank prior when
+`Bm25fParams.prior_weight` is not 0. With one field of weight 1 this is
 Lucene's BM25 (`BM25Similarity` since Lucene 8, without the constant (k1 + 1) factor), which is what
 `bm25s`'s "lucene" method computes, so the two can be compared on the same tokens. N, df and
 avglen come from `CollectionStats` (all shards), never from the segment being searched.
@@ -41,11 +42,20 @@ class Bm25fParams:
     b: tuple[float, float, float] = (0.75, 0.75, 0.75)
     weights: tuple[float, float, float] = (2.0, 1.0, 1.0)
     """Per field (title, text, anchor): a title word counts twice a body word."""
+    prior_weight: float = 0.0
+    """Weight of the PageRank prior, `prior_weight * ln(1 + N * pagerank)` added to a matching
+    document's score (N * pagerank is 1 for a page of average rank). 0 until the known-item quality
+    benchmark (issue 19) chooses it: with 0 the score is BM25F alone, comparable with bm25s."""
 
     def __post_init__(self) -> None:
         if len(self.b) != len(FIELDS) or len(self.weights) != len(FIELDS):
             raise ValueError(f"b and weights need one value per field {FIELDS}")
-        if self.k1 <= 0 or not all(0 <= b <= 1 for b in self.b) or any(w < 0 for w in self.weights):
+        if (
+            self.k1 <= 0
+            or not all(0 <= b <= 1 for b in self.b)
+            or any(w < 0 for w in self.weights)
+            or self.prior_weight < 0
+        ):
             raise ValueError(f"BM25F parameters out of range: {self}")
 
 
@@ -82,6 +92,14 @@ class BM25F:
 
     def scores(self, idf: float, freqs: npt.NDArray[np.int64], lengths: npt.NDArray[np.uint32]) -> F64Array:
         return self.saturate(idf, self.tfn(freqs, lengths))
+
+    def prior_scores(self, priors: npt.NDArray[np.float32]) -> F64Array | None:
+        """What each document's PageRank adds to its score (None: the prior is off)."""
+        if self.params.prior_weight == 0:
+            return None
+        ranks = np.maximum(priors.astype(np.float64), 0.0)
+        added: F64Array = self.params.prior_weight * np.log1p(ranks * self.stats.doc_count)
+        return added
 
 
 def block_max_tfn(segment: Segment, scorer: BM25F) -> F64Array:

@@ -169,6 +169,7 @@ class SegmentSearcher:
         self.scorer = scorer
         self.window = window
         self.block_max = block_bounds(segment, scorer, cache=cache)
+        self.prior_scores = scorer.prior_scores(segment.prior)
         self.hosts = segment.hosts()
 
     def _cursor(self, term: str) -> _Cursor | None:
@@ -179,6 +180,11 @@ class SegmentSearcher:
         first, end = int(segment.term_first_block[ordinal]), int(segment.term_first_block[ordinal + 1])
         idf = self.scorer.idf(self.scorer.stats.document_frequency(term))
         return _Cursor(segment, first, end, int(segment.term_df[ordinal]), idf, self.block_max, self.scorer)
+
+    def _prior_of(self, docs: I64Array) -> F64Array:
+        if self.prior_scores is None:
+            return np.zeros(docs.size, dtype=np.float64)
+        return self.prior_scores[docs].copy()
 
     def _site_hosts(self, sites: Sequence[str]) -> I64Array:
         def matches(host: str, site: str) -> bool:
@@ -264,7 +270,11 @@ class SegmentSearcher:
             pairs = np.empty(2 * windows, dtype=np.int64)
             pairs[0::2], pairs[1::2] = starts, ends
             bounds[row] = np.where(present[row], np.maximum.reduceat(padded, pairs)[0::2], 0.0)
-        window_bound = bounds.sum(axis=0)
+        if self.prior_scores is not None:
+            window_prior = np.maximum.reduceat(self.prior_scores, lows) * _SLACK
+        else:
+            window_prior = np.zeros(windows, dtype=np.float64)
+        window_bound = bounds.sum(axis=0) + window_prior
         possible: npt.NDArray[np.bool_] = np.asarray(present.all(axis=0) if query.conjunctive else present.any(axis=0))
         order = [int(w) for w in np.argsort(-window_bound, kind="stable") if possible[w]]
         counters.windows = len(order)
@@ -281,7 +291,7 @@ class SegmentSearcher:
             rows.sort(key=lambda row: bounds[row, w])
             essential = rows
             if prune and not query.conjunctive:
-                total = 0.0
+                total = float(window_prior[w])  # every document has its prior
                 for cut, row in enumerate(rows):
                     total += bounds[row, w]
                     if total >= theta:
@@ -299,14 +309,14 @@ class SegmentSearcher:
                 candidates = candidates[allowed[candidates]]
             if prune and theta > -math.inf and candidates.size:
                 # block-max: a candidate can score at most the bounds of the blocks it falls in
-                ceiling = np.zeros(candidates.size, dtype=np.float64)
+                ceiling = self._prior_of(candidates)
                 for row in rows:
                     ceiling += cursors[row].padded_bounds[np.searchsorted(cursors[row].last_docs, candidates)]
                 candidates = candidates[ceiling >= theta]
             if not candidates.size:
                 continue
             contributions: dict[int, F64Array] = {}
-            partial = np.zeros(candidates.size, dtype=np.float64)
+            partial = self._prior_of(candidates)
             remaining = float(sum(bounds[row, w] for row in rows))
             for row in reversed(rows):  # strongest first: the partial score rises fastest
                 postings = postings_of[row]
@@ -334,6 +344,8 @@ class SegmentSearcher:
             score = np.zeros(candidates.size, dtype=np.float64)
             for row in sorted(contributions):  # query order: the same sum whichever path found the document
                 score = score + contributions[row]
+            if self.prior_scores is not None:
+                score = score + self.prior_scores[candidates]
             if phrases or excluded_phrases:
                 keep = np.array(
                     [

@@ -3,6 +3,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -64,8 +65,6 @@ def brute_force(query_text: str, k: int) -> list[tuple[str, float]]:
         return any(tuple(terms[i : i + len(phrase)]) == phrase for terms in fields for i in range(len(terms)))
 
     results = []
-    import numpy as np
-
     for document in analyzed:
         host = document.url.split("/")[2]
         terms_present = [t for t in query.terms if any(t in f for f in document.fields)]
@@ -148,15 +147,18 @@ def test_pruning_skips_postings_of_a_disjunctive_query(tmp_path: Path) -> None:
     disjunctive=st.booleans(),
     k=st.integers(1, 30),
     window=st.sampled_from([16, 64, 4096]),
+    prior_weight=st.sampled_from([0.0, 0.5]),
 )
 def test_pruning_never_changes_the_top_k(
-    tmp_path: Path, seed: int, size: int, terms: list[str], disjunctive: bool, k: int, window: int
+    tmp_path: Path, seed: int, size: int, terms: list[str], disjunctive: bool, k: int, window: int, prior_weight: float
 ) -> None:
     writer = SegmentWriter()
     writer.extend(corpus(seed, size, words=20))
     path = writer.write(tmp_path / f"p{seed}.seg")
     with Segment(path) as segment:
-        scorer = BM25F(CollectionStats.from_segments([segment]), Bm25fParams(weights=(3.0, 1.0, 0.5)))
+        scorer = BM25F(
+            CollectionStats.from_segments([segment]), Bm25fParams(weights=(3.0, 1.0, 0.5), prior_weight=prior_weight)
+        )
         searcher = SegmentSearcher(segment, scorer, window=window)
         query = (" OR " if disjunctive else " ").join(terms)
         pruned = searcher.search(query, k)
@@ -200,3 +202,34 @@ def test_block_bounds_are_kept_beside_the_segment_and_rebuilt_when_stale(
     with Segment(writer.write(tmp_path / "b.seg")) as segment:
         assert cached.exists() and bounds.bounds_path(segment, scorer) == cached
         assert bounds.block_bounds(segment, scorer).tolist() == block_max_tfn(segment, scorer).tolist()
+
+
+def test_the_pagerank_prior_adds_to_the_score_and_keeps_shards_and_pruning_exact(
+    indexes: dict[int, Index],
+) -> None:
+    import math
+
+    params = Bm25fParams(prior_weight=0.3)
+    with_prior = {shards: Index(index.directory, params=params) for shards, index in indexes.items()}
+    try:
+        for query in ("w1 w2", "w1 OR w9 OR w120", '"w0 w1"', "w4 site:h03.test"):
+            lists = {s: [(h.url, h.score) for h in ix.search(query, 20).hits] for s, ix in with_prior.items()}
+            assert [u for u, _ in lists[3]] == [u for u, _ in lists[1]] == [u for u, _ in lists[8]]
+            for shards in (3, 8):
+                assert [s for _, s in lists[shards]] == pytest.approx([s for _, s in lists[1]], abs=1e-9)
+            for index in with_prior.values():
+                assert index.search(query, 7).hits == index.search(query, 7, prune=False).hits
+        plain = {h.url: h.score for h in indexes[1].search("w1 OR w9", 3000, prune=False).hits}
+        boosted = with_prior[1].search("w1 OR w9", 50, prune=False).hits
+        prior_of = {d.url: d.prior for d in DOCUMENTS}
+        checked = 0
+        for hit in boosted:
+            if hit.url in plain:
+                rank = float(np.float32(prior_of[hit.url]))
+                assert hit.score - plain[hit.url] == pytest.approx(0.3 * math.log1p(rank * len(DOCUMENTS)), rel=1e-9)
+                checked += 1
+        assert checked == len(boosted) == 50
+        assert [h.url for h in boosted[:10]] != list(plain)[:10]
+    finally:
+        for index in with_prior.values():
+            index.close()
