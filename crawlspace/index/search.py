@@ -212,9 +212,7 @@ class SegmentSearcher:
         local = int(np.searchsorted(cursor.last_docs, doc))
         if local >= cursor.last_docs.size:
             return None
-        counts = np.array(
-            [BLOCK_POSTINGS if local < cursor.end - cursor.first - 1 else cursor.df - local * BLOCK_POSTINGS]
-        )
+        counts = np.array([cursor.counts(local, local + 1)])
         postings = self.segment.decode(cursor.first, cursor.first + local, cursor.first + local + 1, counts)
         index = int(np.searchsorted(postings.docs, doc))
         if index >= postings.docs.size or postings.docs[index] != doc:

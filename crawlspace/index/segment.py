@@ -380,6 +380,7 @@ class Segment:
         self._host_bytes = sections["host_bytes"]
         self._host_offsets = sections["host_offsets"]
         self.prior = sections["prior"]
+        self.block_postings = self._block_counts()
 
     def _check_structure(self, s: dict[str, npt.NDArray[Any]]) -> None:
         first = s["term_first_block"].astype(np.int64)
@@ -488,7 +489,7 @@ class Segment:
     def all_postings(self, low: int, high: int) -> tuple[I64Array, npt.NDArray[np.int64], I64Array]:
         """Blocks [low, high) across terms decoded at once: (docs, freqs, block of each posting).
         What a pass over the whole segment (bounds, statistics) uses, a chunk of blocks at a time."""
-        counts = self._block_counts()[low:high]
+        counts = self.block_postings[low:high]
         total = int(counts.sum())
         doc_start = int(self._doc_end[low - 1]) if low else 0
         gaps = decode_varints(self._doc_codes[doc_start : int(self._doc_end[high - 1])], total, dtype=np.int64)
@@ -503,15 +504,13 @@ class Segment:
         return docs, self.decode_freqs(low, high, total), block_of
 
     def _block_counts(self) -> I64Array:
-        cached: I64Array | None = getattr(self, "_counts", None)
-        if cached is None:
-            df = self.term_df.astype(np.int64)
-            blocks = np.diff(self.term_first_block.astype(np.int64))
-            cached = np.full(self.block_count, BLOCK_POSTINGS, dtype=np.int64)
-            last = self.term_first_block[1:].astype(np.int64)[blocks > 0] - 1
-            cached[last] = df[blocks > 0] - (blocks[blocks > 0] - 1) * BLOCK_POSTINGS
-            self._counts = cached
-        return cached
+        """The number of postings of every block (128 but in a term's last block)."""
+        df = self.term_df.astype(np.int64)
+        blocks = np.diff(self.term_first_block.astype(np.int64))
+        counts = np.full(self.block_count, BLOCK_POSTINGS, dtype=np.int64)
+        last = self.term_first_block[1:].astype(np.int64)[blocks > 0] - 1
+        counts[last] = df[blocks > 0] - (blocks[blocks > 0] - 1) * BLOCK_POSTINGS
+        return counts
 
     def _block_is_first(self) -> npt.NDArray[np.bool_]:
         first = np.zeros(self.block_count, dtype=bool)
