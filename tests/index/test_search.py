@@ -233,3 +233,17 @@ def test_the_pagerank_prior_adds_to_the_score_and_keeps_shards_and_pruning_exact
     finally:
         for index in with_prior.values():
             index.close()
+
+
+def test_an_index_of_no_documents_answers_nothing(tmp_path: Path) -> None:
+    build_index([], tmp_path, shards=3)
+    with Index(tmp_path) as index:
+        assert index.stats.doc_count == 0 and len(index.segments) == 3
+        assert index.search("anything OR else", 10).hits == []
+
+
+def test_queries_without_terms_or_k_give_nothing(indexes: dict[int, Index]) -> None:
+    index = indexes[3]
+    for query in ("", "-w1", "site:h01.test", "!!! ...", '""'):
+        assert index.search(query, 10).hits == []
+    assert index.search("w1", 0).hits == []
