@@ -522,27 +522,47 @@ def rank_command(directory: Path, top: int, as_json: bool) -> None:
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.argument("query")
 @click.option("-k", "top", type=click.IntRange(1, 10_000), default=10, show_default=True, help="Results to show.")
-@click.option("--json", "as_json", is_flag=True, help="Print a list of {url, score, title} in rank order.")
+@click.option("--json", "as_json", is_flag=True, help="Print a list of {url, score, title, snippet} in rank order.")
 def search_command(directory: Path, query: str, top: int, as_json: bool) -> None:
     """Search the index that `crawlspace jobs` built (DIR/jobs/index): words (all of them), "a phrase",
-    -excluded, site:host, a OR b."""
-    from crawlspace.index import Index, IndexFormatError
+    -excluded, site:host, a OR b. Each result shows the passage of its page where the terms are."""
+    from crawlspace.index import Index, IndexFormatError, parse_query
+    from crawlspace.index.snippets import Snippet, make_snippet
     from crawlspace.jobs.lookup import printable
 
+    parsed = parse_query(query)
     try:
         with Index(_job_directory(directory) / "jobs" / "index") as index:
-            result = index.search(query, top)
+            result = index.search(parsed, top)
     except IndexFormatError as exc:
         fail(f"{exc} (build it with `crawlspace jobs {directory} --only index`)")
+    snippets: list[Snippet] = []
+    with _open_reader(directory) as reader:
+        for hit in result.hits:
+            page = reader.page(hit.url)
+            text = (page.text or "") if page is not None else ""
+            if page is not None and not text:
+                reparsed = reader.parse(page)
+                text = reparsed.text if reparsed is not None else ""
+            snippets.append(make_snippet(text, parsed.terms))
     if as_json:
-        click.echo(
-            json.dumps([{"url": h.url, "score": h.score, "title": h.title} for h in result.hits], ensure_ascii=False)
-        )
+        rows = [
+            {"url": hit.url, "score": hit.score, "title": hit.title, "snippet": snippet.text}
+            for hit, snippet in zip(result.hits, snippets, strict=True)
+        ]
+        click.echo(json.dumps(rows, ensure_ascii=False))
         return
-    for rank, hit in enumerate(result.hits, 1):
+    for rank, (hit, snippet) in enumerate(zip(result.hits, snippets, strict=True), 1):
         click.echo(f"{rank:>3} {hit.score:8.4f}  {printable(hit.url)}")
         if hit.title:
-            click.echo(f"{'':>13}{printable(hit.title)}")
+            click.echo(f"{'':>14}{printable(hit.title)}")
+        if snippet.text:
+            parts, at = [], 0
+            for start, end in snippet.highlights:  # each piece escaped, then the terms set in bold
+                parts += [printable(snippet.text[at:start]), click.style(printable(snippet.text[start:end]), bold=True)]
+                at = end
+            parts.append(printable(snippet.text[at:]))
+            click.echo(f"{'':>14}{''.join(parts)}")
     if not result.hits:
         click.echo("no results", err=True)
 

@@ -24,7 +24,7 @@ import unicodedata
 
 import regex
 
-__all__ = ["TOKENIZER_VERSION", "tokenize"]
+__all__ = ["TOKENIZER_VERSION", "term_spans", "tokenize"]
 
 TOKENIZER_VERSION = 1
 """Bumped whenever `tokenize` would cut some text differently."""
@@ -38,3 +38,13 @@ def tokenize(text: str) -> list[str]:
     """The terms of `text` in order (position = index): NFKC, case folded, cut at UAX #29 word boundaries."""
     terms: list[str] = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
     return terms
+
+
+def term_spans(text: str) -> list[tuple[str, int, int]]:
+    """(term, start, end) of each word of `text`, with offsets into `text` itself: for showing where a
+    term is (snippets), not for indexing. Words are cut before normalizing, so for text that NFKC
+    changes (a ligature, full-width forms) the terms can differ from `tokenize`'s in rare cases."""
+    return [
+        (unicodedata.normalize("NFKC", match.group()).casefold(), match.start(), match.end())
+        for match in _WORD.finditer(text)
+    ]

@@ -124,6 +124,7 @@ def test_cli_search(crawled: Path, built: dict[str, Any], tmp_path: Path) -> Non
     listed = json.loads(shown.stdout)
     assert [(row["url"], row["title"]) for row in listed] == [(hit.url, hit.title) for hit in expected]
     assert [row["score"] for row in listed] == pytest.approx([hit.score for hit in expected], rel=1e-12)
+    assert all(("water" in row["snippet"].lower() or "people" in row["snippet"].lower()) for row in listed)
     text = run_cli("search", str(crawled), "water OR people", "-k", "2")
     assert text.returncode == 0 and expected[0].url in text.stdout.splitlines()[0]
     missing = run_cli("search", str(tmp_path), "water")
