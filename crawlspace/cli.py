@@ -534,6 +534,7 @@ def search_command(directory: Path, query: str, top: int, as_json: bool) -> None
     try:
         with Index(_job_directory(directory) / "jobs" / "index") as index:
             result = index.search(parsed, top)
+            idf = {term: index.scorer.idf(index.stats.document_frequency(term)) for term in parsed.terms}
     except IndexFormatError as exc:
         fail(f"{exc} (build it with `crawlspace jobs {directory} --only index`)")
     snippets: list[Snippet] = []
@@ -544,7 +545,7 @@ def search_command(directory: Path, query: str, top: int, as_json: bool) -> None
             if page is not None and not text:
                 reparsed = reader.parse(page)
                 text = reparsed.text if reparsed is not None else ""
-            snippets.append(make_snippet(text, parsed.terms))
+            snippets.append(make_snippet(text, parsed.terms, weights=idf))
     if as_json:
         rows = [
             {"url": hit.url, "score": hit.score, "title": hit.title, "snippet": snippet.text}

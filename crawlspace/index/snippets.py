@@ -2,15 +2,15 @@
 
 Pure functions over a text and the query's terms (the caller fetches the text, `CrawlReader.page`
 or `CrawlReader.parse`): `make_snippet` slides a window of `words` words over the text's words
-(`tokens.term_spans`) and takes the window holding the most distinct query terms, then the most
-occurrences; of equal windows, the middle one of the first such passage, so the terms are centred.
-It gives the passage with the places of the query terms in it, so that a terminal or a web page
-can highlight them, each escaping the text its own way.
+(`tokens.term_spans`) and takes the window holding the most distinct query terms (weighted, by idf
+when the caller gives it), then the most occurrences; of equal windows, the middle one of the first
+such passage, so the terms are centred. It gives the passage with the places of the query terms in
+it, so that a terminal or a web page can highlight them, each escaping the text its own way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +38,11 @@ class Snippet:
         return "".join(out)
 
 
-def make_snippet(text: str, terms: Iterable[str], *, words: int = 24) -> Snippet:
+def make_snippet(
+    text: str, terms: Iterable[str], *, words: int = 24, weights: Mapping[str, float] | None = None
+) -> Snippet:
+    """`weights`: what each term counts (its idf: a window with the rare term beats one with "the");
+    1 each by default."""
     spans = term_spans(text)
     wanted = list(dict.fromkeys(terms))
     if not spans:
@@ -50,12 +54,14 @@ def make_snippet(text: str, terms: Iterable[str], *, words: int = 24) -> Snippet
     if wanted and (which >= 0).any():
         hits = (which >= 0).astype(np.int64)
         occurrences = np.convolve(hits, np.ones(width, dtype=np.int64), mode="valid")
-        distinct = np.zeros(occurrences.size, dtype=np.int64)
-        for slot in range(len(wanted)):
+        distinct = np.zeros(occurrences.size, dtype=np.float64)
+        for slot, term in enumerate(wanted):
             has = (which == slot).astype(np.int64)
-            distinct += np.convolve(has, np.ones(width, dtype=np.int64), mode="valid") > 0
-        score = distinct * (width + 1) + occurrences
-        tied = np.flatnonzero(score == score.max())
+            weight = 1.0 if weights is None else float(weights.get(term, 0.0))
+            distinct += weight * (np.convolve(has, np.ones(width, dtype=np.int64), mode="valid") > 0)
+        best_distinct = distinct.max()
+        tied_distinct = distinct == best_distinct
+        tied = np.flatnonzero(tied_distinct & (occurrences == occurrences[tied_distinct].max()))
         run = tied[: int(np.argmax(np.diff(tied, append=tied[-1] + 2) > 1)) + 1]  # the first passage
         best = int(run[run.size // 2])  # centred on its terms
     first, last = spans[best], spans[best + width - 1]

@@ -22,3 +22,9 @@ def test_a_text_without_the_terms_gives_its_start() -> None:
     assert snippet.text == "one two three…" and snippet.highlights == ()
     assert make_snippet("", ["a"]).text == ""
     assert make_snippet("short text", ["text"], words=30).marked() == "short [text]"
+
+
+def test_weights_prefer_the_rare_term() -> None:
+    text = "the the the the x x x x x x rare word y y y"
+    assert "[rare]" in make_snippet(text, ["the", "rare"], words=4, weights={"the": 0.01, "rare": 5.0}).marked()
+    assert "[rare]" not in make_snippet(text, ["the", "rare"], words=4).marked()
