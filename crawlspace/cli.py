@@ -523,10 +523,12 @@ def rank_command(directory: Path, top: int, as_json: bool) -> None:
 @click.argument("query")
 @click.option("-k", "top", type=click.IntRange(1, 10_000), default=10, show_default=True, help="Results to show.")
 @click.option("--json", "as_json", is_flag=True, help="Print a list of {url, score, title, snippet} in rank order.")
-def search_command(directory: Path, query: str, top: int, as_json: bool) -> None:
+@click.option("--explain", is_flag=True, help="Break each score into its terms' BM25F parts per field and the prior.")
+def search_command(directory: Path, query: str, top: int, as_json: bool, explain: bool) -> None:
     """Search the index that `crawlspace jobs` built (DIR/jobs/index): words (all of them), "a phrase",
     -excluded, site:host, a OR b. Each result shows the passage of its page where the terms are."""
     from crawlspace.index import Index, IndexFormatError, parse_query
+    from crawlspace.index.segment import FIELDS
     from crawlspace.index.snippets import Snippet, make_snippet
     from crawlspace.jobs.lookup import printable
 
@@ -535,6 +537,7 @@ def search_command(directory: Path, query: str, top: int, as_json: bool) -> None
         with Index(_job_directory(directory) / "jobs" / "index") as index:
             result = index.search(parsed, top)
             idf = {term: index.scorer.idf(index.stats.document_frequency(term)) for term in parsed.terms}
+            explained = [index.explain(hit, parsed) for hit in result.hits] if explain else []
     except IndexFormatError as exc:
         fail(f"{exc} (build it with `crawlspace jobs {directory} --only index`)")
     snippets: list[Snippet] = []
@@ -564,6 +567,22 @@ def search_command(directory: Path, query: str, top: int, as_json: bool) -> None
                 at = end
             parts.append(printable(snippet.text[at:]))
             click.echo(f"{'':>14}{''.join(parts)}")
+        if explain:
+            for part in explained[rank - 1].terms:
+                by_field = ", ".join(
+                    f"{name} {share:.4f} (tf {tf})"
+                    for name, share, tf in zip(FIELDS, part.fields, part.freqs, strict=True)
+                )
+                formula = f"idf {part.idf:.3f} x saturated tfn {part.tfn:.3f}"
+                click.echo(f"{'':>14}{printable(part.term)}: {part.score:.4f} = {formula}; {by_field}")
+            click.echo(f"{'':>14}PageRank prior: {explained[rank - 1].prior:.4f}")
+    if explain:
+        counters = result.counters
+        click.echo(
+            f"postings scored: {counters.postings_scored} of {counters.postings_total};"
+            f" windows skipped: {counters.windows_skipped} of {counters.windows}",
+            err=True,
+        )
     if not result.hits:
         click.echo("no results", err=True)
 

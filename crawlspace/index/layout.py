@@ -27,7 +27,7 @@ from crawlspace.index.bounds import block_bounds
 from crawlspace.index.container import IndexFormatError
 from crawlspace.index.query import Query
 from crawlspace.index.scoring import BM25F, Bm25fParams
-from crawlspace.index.search import WINDOW_DOCS, SearchResult, SegmentSearcher, search_segments
+from crawlspace.index.search import WINDOW_DOCS, Explanation, Hit, SearchResult, SegmentSearcher, search_segments
 from crawlspace.index.segment import IndexDocument, Segment, SegmentWriter
 from crawlspace.index.stats import CollectionStats
 
@@ -147,6 +147,10 @@ class Index:
 
     def search(self, query: Query | str, k: int = 10, *, prune: bool = True) -> SearchResult:
         return search_segments(self.searchers, query, k, prune=prune, pool=self._pool)
+
+    def explain(self, hit: Hit, query: Query | str) -> Explanation:
+        """The parts of a result's score (`hit` from this index's `search`)."""
+        return self.searchers[hit.segment].explain(hit.doc, query)
 
     def close(self) -> None:
         self._pool.shutdown()

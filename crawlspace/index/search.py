@@ -34,7 +34,16 @@ from crawlspace.index.query import Query, parse_query
 from crawlspace.index.scoring import BM25F
 from crawlspace.index.segment import BLOCK_POSTINGS, Segment
 
-__all__ = ["WINDOW_DOCS", "Hit", "SearchCounters", "SearchResult", "SegmentSearcher", "search_segments"]
+__all__ = [
+    "WINDOW_DOCS",
+    "Explanation",
+    "Hit",
+    "SearchCounters",
+    "SearchResult",
+    "SegmentSearcher",
+    "TermScore",
+    "search_segments",
+]
 
 WINDOW_DOCS: Final = 4096
 _SLACK: Final = 1.0 + 1e-9
@@ -50,6 +59,31 @@ class Hit:
     title: str
     segment: int
     doc: int
+
+
+@dataclass(frozen=True, slots=True)
+class TermScore:
+    """One query term's part of a document's score: BM25F's tfn is a sum over fields, so each field's
+    share of the term's score is its share of tfn."""
+
+    term: str
+    idf: float
+    freqs: tuple[int, ...]
+    """Per field (`segment.FIELDS`): the term's frequency there."""
+    tfn: float
+    score: float
+    fields: tuple[float, ...]
+    """Per field: its share of `score`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a document scored what it did: each query term's part and the PageRank prior's."""
+
+    url: str
+    terms: tuple[TermScore, ...]
+    prior: float
+    score: float
 
 
 @dataclass(slots=True)
@@ -180,6 +214,36 @@ class SegmentSearcher:
         first, end = int(segment.term_first_block[ordinal]), int(segment.term_first_block[ordinal + 1])
         idf = self.scorer.idf(self.scorer.stats.document_frequency(term))
         return _Cursor(segment, first, end, int(segment.term_df[ordinal]), idf, self.block_max, self.scorer)
+
+    def explain(self, doc: int, query: Query | str) -> Explanation:
+        """The parts of `doc`'s score for `query` (the same arithmetic as `search`)."""
+        query = parse_query(query) if isinstance(query, str) else query
+        segment, scorer = self.segment, self.scorer
+        lengths = segment.field_lengths[[doc]]
+        parts: list[TermScore] = []
+        total = 0.0
+        for term in query.terms:
+            cursor = self._cursor(term)
+            if cursor is None:
+                continue
+            local = int(np.searchsorted(cursor.last_docs, doc))
+            if local >= cursor.last_docs.size:
+                continue
+            window = cursor.window(local, local + 1, doc, doc + 1, SearchCounters())
+            if not window.docs.size:
+                continue
+            freqs = window.freqs()
+            tfn = float(scorer.tfn(freqs, lengths)[0])
+            score = float(scorer.scores(cursor.idf, freqs, lengths)[0])
+            shares = [
+                float(scorer.tfn(np.where(np.arange(freqs.shape[1]) == field, freqs, 0), lengths)[0])
+                for field in range(freqs.shape[1])
+            ]
+            fields = tuple(score * share / tfn if tfn else 0.0 for share in shares)
+            parts.append(TermScore(term, cursor.idf, tuple(int(f) for f in freqs[0]), tfn, score, fields))
+            total = total + score
+        prior = 0.0 if self.prior_scores is None else float(self.prior_scores[doc])
+        return Explanation(segment.url(doc), tuple(parts), prior, total + prior)
 
     def _prior_of(self, docs: I64Array) -> F64Array:
         if self.prior_scores is None:

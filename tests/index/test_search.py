@@ -247,3 +247,17 @@ def test_queries_without_terms_or_k_give_nothing(indexes: dict[int, Index]) -> N
     for query in ("", "-w1", "site:h01.test", "!!! ...", '""'):
         assert index.search(query, 10).hits == []
     assert index.search("w1", 0).hits == []
+
+
+@pytest.mark.parametrize("query", ["w1 w2", "w1 OR w9 OR w120", '"w0 w1" w7', "straße café"])
+def test_an_explanation_adds_up_to_the_score(indexes: dict[int, Index], query: str) -> None:
+    index = indexes[3]
+    hits = index.search(query, 5).hits
+    assert hits
+    for hit in hits:
+        explained = index.explain(hit, query)
+        assert explained.url == hit.url and explained.score == pytest.approx(hit.score, rel=1e-12)
+        for part in explained.terms:
+            assert sum(part.fields) == pytest.approx(part.score, rel=1e-9)
+            assert any(part.freqs) and part.score > 0
+        assert {part.term for part in explained.terms} <= set(parse_query(query).terms)

@@ -127,5 +127,9 @@ def test_cli_search(crawled: Path, built: dict[str, Any], tmp_path: Path) -> Non
     assert all(("water" in row["snippet"].lower() or "people" in row["snippet"].lower()) for row in listed)
     text = run_cli("search", str(crawled), "water OR people", "-k", "2")
     assert text.returncode == 0 and expected[0].url in text.stdout.splitlines()[0]
+    explained = run_cli("search", str(crawled), "water people", "-k", "2", "--explain")
+    assert explained.returncode == 0, explained.stderr
+    assert explained.stdout.count("PageRank prior:") == 2 and "= idf " in explained.stdout
+    assert "postings scored:" in explained.stderr
     missing = run_cli("search", str(tmp_path), "water")
     assert missing.returncode == 2 and "no manifest.json" in missing.stderr and "--only index" in missing.stderr
