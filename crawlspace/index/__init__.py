@@ -9,8 +9,10 @@ blocks), and `stats.CollectionStats.from_segments` adds up every segment's count
 statistics written beside the shards. A page's shard is a hash of its URL (`layout.shard_of`).
 
 Who reads it: `layout.Index` maps every segment, scores with `scoring.BM25F` over the global
-statistics, and runs a query (`query.parse_query`) on all segments in threads, each with block-max
-MaxScore (`search.SegmentSearcher`), then merges their top k.
+statistics (plus a PageRank prior when its weight is set), and runs a query (`query.parse_query`)
+on all segments in threads, each with block-max MaxScore (`search.SegmentSearcher`, its block
+bounds from `bounds`), then merges their top k; `Index.explain` breaks a result's score into its
+parts, `snippets.make_snippet` finds the passage to show. `crawlspace search` is the command line.
 
 Invariants:
 - the same tokenizer at index and query time; a file made with another tokenizer version is refused;
