@@ -32,7 +32,7 @@ import numpy.typing as npt
 from crawlspace.index.bounds import block_bounds
 from crawlspace.index.query import Query, parse_query
 from crawlspace.index.scoring import BM25F
-from crawlspace.index.segment import BLOCK_POSTINGS, Segment
+from crawlspace.index.segment import BLOCK_POSTINGS, Frequencies, Segment
 
 __all__ = [
     "WINDOW_DOCS",
@@ -151,21 +151,25 @@ class _Cursor:
 
 
 class _TermWindow:
-    """One term's postings in one window: the doc ids, and the frequencies decoded on demand (a
-    conjunctive window whose intersection is empty never decodes them)."""
+    """One term's postings in one window: the doc ids, and the frequencies read on demand, only for
+    the rows asked for (a conjunctive window whose intersection is empty never decodes them)."""
 
-    __slots__ = ("_freqs", "cursor", "docs", "keep", "start", "stop", "total")
+    __slots__ = ("_frequencies", "cursor", "docs", "keep", "start", "stop", "total")
 
     def __init__(self, cursor: _Cursor, start: int, stop: int, total: int, keep: slice, docs: I64Array) -> None:
         self.cursor, self.start, self.stop, self.total, self.keep, self.docs = cursor, start, stop, total, keep, docs
-        self._freqs: npt.NDArray[np.int64] | None = None
+        self._frequencies: Frequencies | None = None
 
-    def freqs(self) -> npt.NDArray[np.int64]:
-        if self._freqs is None:
+    def freqs_at(self, rows: I64Array) -> npt.NDArray[np.int64]:
+        """The frequencies per field of the window's postings `rows` (indexes into `docs`)."""
+        if self._frequencies is None:
             cursor = self.cursor
             low, high = cursor.first + self.start, cursor.first + self.stop
-            self._freqs = cursor.segment.decode_freqs(low, high, self.total)[self.keep]
-        return self._freqs
+            self._frequencies = cursor.segment.frequencies(low, high, self.total)
+        return self._frequencies.rows(rows + (self.keep.start or 0))
+
+    def freqs(self) -> npt.NDArray[np.int64]:
+        return self.freqs_at(np.arange(self.docs.size))
 
 
 class _WindowPostings:
@@ -388,7 +392,7 @@ class SegmentSearcher:
                 scores = np.zeros(candidates.size, dtype=np.float64)
                 if found.any():
                     scores[found] = self.scorer.scores(
-                        cursors[row].idf, postings.freqs()[at[found]], segment.field_lengths[candidates[found]]
+                        cursors[row].idf, postings.freqs_at(at[found]), segment.field_lengths[candidates[found]]
                     )
                 counters.postings_scored += int(found.sum())
                 contributions[row] = scores

@@ -283,6 +283,37 @@ class SegmentWriter:
         }
 
 
+class Frequencies:
+    """The frequency codes of a run of postings: any rows read out as frequencies per field, the
+    sparse title and anchor values decoded only when a row asked for has one."""
+
+    __slots__ = ("_before", "_codes", "_sparse", "main")
+
+    def __init__(self, main: I64Array, codes: npt.NDArray[np.uint8]) -> None:
+        self.main = main
+        self._codes = codes
+        self._sparse: I64Array | None = None
+        self._before: I64Array | None = None
+
+    def rows(self, rows: I64Array) -> npt.NDArray[np.int64]:
+        """Shape (len(rows), len(FIELDS)): the frequencies of the given postings of the run."""
+        main = self.main[rows]
+        freqs = np.zeros((main.size, len(FIELDS)), dtype=np.int64)
+        freqs[:, _MAIN] = main >> 2
+        flags = main & 3
+        if flags.any():
+            if self._sparse is None or self._before is None:
+                present = ((self.main >> 1) & 1) + (self.main & 1)
+                self._sparse = decode_varints(self._codes, int(present.sum()), dtype=np.int64)
+                self._before = np.cumsum(present) - present  # sparse values of the postings before each
+            before = self._before[rows]
+            title = flags >= 2
+            anchor = (flags & 1).astype(bool)
+            freqs[title, _SPARSE[0]] = self._sparse[before[title]]
+            freqs[anchor, _SPARSE[1]] = self._sparse[before[anchor] + title[anchor]]
+        return freqs
+
+
 @dataclass(frozen=True, slots=True)
 class Postings:
     """Decoded postings of some blocks of one term: doc ids ascending, and frequencies per field."""
@@ -456,21 +487,14 @@ class Segment:
 
     def decode_freqs(self, low: int, high: int, total: int) -> npt.NDArray[np.int64]:
         """The frequencies per field of the postings of blocks [low, high) (`total` of them)."""
+        return self.frequencies(low, high, total).rows(np.arange(total))
+
+    def frequencies(self, low: int, high: int, total: int) -> Frequencies:
+        """The frequency codes of the postings of blocks [low, high), to read rows of (`Frequencies`)."""
         start = int(self._freq_end[low - 1]) if low else 0
         main = decode_varints(self._freq_codes[start : int(self._freq_end[high - 1])], total, dtype=np.int64)
-        freqs = np.zeros((total, len(FIELDS)), dtype=np.int64)
-        freqs[:, _MAIN] = main >> 2
-        flags = main & 3
-        if flags.any():
-            present = np.empty((total, len(_SPARSE)), dtype=bool)
-            present[:, 0] = flags >= 2
-            present[:, 1] = (flags & 1).astype(bool)
-            start = int(self._sparse_freq_end[low - 1]) if low else 0
-            codes = self._sparse_freq_codes[start : int(self._sparse_freq_end[high - 1])]
-            sparse = np.zeros((total, len(_SPARSE)), dtype=np.int64)
-            sparse[present] = decode_varints(codes, int(present.sum()), dtype=np.int64)
-            freqs[:, _SPARSE] = sparse
-        return freqs
+        start = int(self._sparse_freq_end[low - 1]) if low else 0
+        return Frequencies(main, self._sparse_freq_codes[start : int(self._sparse_freq_end[high - 1])])
 
     def positions(self, block: int, index: int, freqs: npt.NDArray[np.int64]) -> list[I64Array]:
         """Per field, the positions of the `index`-th posting of `block` (`freqs`: that block's frequencies)."""
