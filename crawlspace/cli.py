@@ -524,7 +524,8 @@ def rank_command(directory: Path, top: int, as_json: bool) -> None:
 @click.option("-k", "top", type=click.IntRange(1, 10_000), default=10, show_default=True, help="Results to show.")
 @click.option("--json", "as_json", is_flag=True, help="Print a list of {url, score, title, snippet} in rank order.")
 @click.option("--explain", is_flag=True, help="Break each score into its terms' BM25F parts per field and the prior.")
-def search_command(directory: Path, query: str, top: int, as_json: bool, explain: bool) -> None:
+@click.option("--all", "show_all", is_flag=True, help="Show near-duplicates too (default: the best of each cluster).")
+def search_command(directory: Path, query: str, top: int, as_json: bool, explain: bool, show_all: bool) -> None:
     """Search the index that `crawlspace jobs` built (DIR/jobs/index): words (all of them), "a phrase",
     -excluded, site:host, a OR b. Each result shows the passage of its page where the terms are."""
     from crawlspace.index import Index, IndexFormatError, parse_query
@@ -535,7 +536,7 @@ def search_command(directory: Path, query: str, top: int, as_json: bool, explain
     parsed = parse_query(query)
     try:
         with Index(_job_directory(directory) / "jobs" / "index") as index:
-            result = index.search(parsed, top)
+            result = index.search(parsed, top, collapse=not show_all)
             idf = {term: index.scorer.idf(index.stats.document_frequency(term)) for term in parsed.terms}
             explained = [index.explain(hit, parsed) for hit in result.hits] if explain else []
     except IndexFormatError as exc:
@@ -551,13 +552,14 @@ def search_command(directory: Path, query: str, top: int, as_json: bool, explain
             snippets.append(make_snippet(text, parsed.terms, weights=idf))
     if as_json:
         rows = [
-            {"url": hit.url, "score": hit.score, "title": hit.title, "snippet": snippet.text}
+            {"url": hit.url, "score": hit.score, "title": hit.title, "snippet": snippet.text, "similar": hit.similar}
             for hit, snippet in zip(result.hits, snippets, strict=True)
         ]
         click.echo(json.dumps(rows, ensure_ascii=False))
         return
     for rank, (hit, snippet) in enumerate(zip(result.hits, snippets, strict=True), 1):
-        click.echo(f"{rank:>3} {hit.score:8.4f}  {printable(hit.url)}")
+        similar = f"  ({hit.similar} similar page{'s' if hit.similar > 1 else ''})" if hit.similar else ""
+        click.echo(f"{rank:>3} {hit.score:8.4f}  {printable(hit.url)}{similar}")
         if hit.title:
             click.echo(f"{'':>14}{printable(hit.title)}")
         if snippet.text:

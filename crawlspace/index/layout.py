@@ -17,6 +17,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 
@@ -145,8 +146,25 @@ class Index:
             self._pool.map(lambda segment: SegmentSearcher(segment, self.scorer, window=window), self.segments)
         )
 
-    def search(self, query: Query | str, k: int = 10, *, prune: bool = True) -> SearchResult:
-        return search_segments(self.searchers, query, k, prune=prune, pool=self._pool)
+    def search(self, query: Query | str, k: int = 10, *, prune: bool = True, collapse: bool = False) -> SearchResult:
+        """The top k; `collapse`: one result per group (near-duplicates), the best of each, with the
+        number of its group's other pages found (`Hit.similar`, counted among the results fetched to
+        fill k groups: a search asks for 4k results, then 4 times more while it has fewer groups)."""
+        if not collapse:
+            return search_segments(self.searchers, query, k, prune=prune, pool=self._pool)
+        wanted = 4 * k
+        while True:
+            result = search_segments(self.searchers, query, wanted, prune=prune, pool=self._pool)
+            best: dict[int, Hit] = {}
+            counts: dict[int, int] = {}
+            for hit in result.hits:
+                best.setdefault(hit.group, hit)
+                counts[hit.group] = counts.get(hit.group, 0) + 1
+            if len(best) >= k or len(result.hits) < wanted:
+                break
+            wanted *= 4
+        hits = [replace(hit, similar=counts[group] - 1) for group, hit in best.items()][:k]
+        return SearchResult(hits, result.counters)
 
     def explain(self, hit: Hit, query: Query | str) -> Explanation:
         """The parts of a result's score (`hit` from this index's `search`)."""

@@ -59,6 +59,10 @@ class Hit:
     title: str
     segment: int
     doc: int
+    group: int = 0
+    """The document's group key (`segment.group_key`): near-duplicates share it."""
+    similar: int = 0
+    """In a collapsed result list: how many more pages of its group the search found below it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -430,7 +434,7 @@ class SegmentSearcher:
                 keep = pool_scores >= theta
                 pool_scores, pool_docs = pool_scores[keep], pool_docs[keep]
         hits = [
-            Hit(segment.url(doc), score, segment.title(doc), 0, doc)
+            Hit(segment.url(doc), score, segment.title(doc), 0, doc, int(segment.doc_group[doc]))
             for doc, score in zip(pool_docs.tolist(), pool_scores.tolist(), strict=True)
         ]
         return SearchResult(_ranked(hits, k), counters)
@@ -454,5 +458,5 @@ def search_segments(
     hits: list[Hit] = []
     for index, result in enumerate(results):
         counters.add(result.counters)
-        hits.extend(Hit(hit.url, hit.score, hit.title, index, hit.doc) for hit in result.hits)
+        hits.extend(Hit(hit.url, hit.score, hit.title, index, hit.doc, hit.group) for hit in result.hits)
     return SearchResult(_ranked(hits, k), counters)

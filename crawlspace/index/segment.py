@@ -21,7 +21,7 @@ positions. The block table holds each block's last doc id and where its codes en
 so a query decodes only the blocks it needs and skips by doc id without decoding.
 Beside the postings: the front-coded term dictionary (`terms`), each term's document frequency
 and first block, the field lengths of each document (in terms), and the doc table (URL, title,
-host, and a prior slot for PageRank).
+host, PageRank prior, group key: near-duplicates share one).
 
 Invariants checked on opening (a file that fails one gives `SegmentFormatError` naming it, never an
 exception from deep in numpy): the magic, version and tokenizer; every section inside the file with
@@ -60,6 +60,7 @@ __all__ = [
     "SegmentFormatError",
     "SegmentWriter",
     "analyze",
+    "group_key",
 ]
 
 FIELDS: Final = ("title", "text", "anchor")
@@ -82,13 +83,16 @@ class SegmentFormatError(IndexFormatError):
 
 class IndexDocument(msgspec.Struct, frozen=True):
     """What the index needs of a page: its URL, its title, its text, and the anchor text of the links
-    pointing to it (IIR 21.1.1; joined with spaces), plus its prior (PageRank), all plain and picklable."""
+    pointing to it (IIR 21.1.1; joined with spaces), plus its prior (PageRank) and its group (its
+    near-duplicate cluster, whose pages a search shows as one; "": a group of its own), all plain and
+    picklable."""
 
     url: str
     title: str = ""
     text: str = ""
     anchor: str = ""
     prior: float = 0.0
+    group: str = ""
 
 
 class AnalyzedDocument(msgspec.Struct, frozen=True):
@@ -98,6 +102,13 @@ class AnalyzedDocument(msgspec.Struct, frozen=True):
     title: str
     fields: tuple[list[str], list[str], list[str]]
     prior: float = 0.0
+    group: str = ""
+
+
+def group_key(url: str, group: str) -> int:
+    """The 64-bit key of a document's group: the same in every shard (a hash of the group's name, or
+    of the URL for a document in a group of its own)."""
+    return xxhash.xxh3_64_intdigest(("g:" + group if group else "u:" + url).encode("utf-8", "surrogatepass"))
 
 
 def analyze(document: IndexDocument) -> AnalyzedDocument:
@@ -107,6 +118,7 @@ def analyze(document: IndexDocument) -> AnalyzedDocument:
         document.title,
         (tokenize(document.title), tokenize(document.text), tokenize(document.anchor)),
         document.prior,
+        document.group,
     )
 
 
@@ -135,6 +147,7 @@ class SegmentWriter:
         self._urls: list[str] = []
         self._titles: list[str] = []
         self._priors: list[float] = []
+        self._groups: list[int] = []
 
     def __len__(self) -> int:
         return len(self._urls)
@@ -160,6 +173,7 @@ class SegmentWriter:
         self._urls.append(document.url)
         self._titles.append(document.title)
         self._priors.append(document.prior)
+        self._groups.append(group_key(document.url, document.group))
         return doc
 
     def extend(self, documents: Iterable[IndexDocument]) -> None:
@@ -280,6 +294,7 @@ class SegmentWriter:
             "host_bytes": host_blob,
             "host_offsets": host_offsets,
             "prior": np.array(self._priors, dtype=np.float32),
+            "doc_group": np.array(self._groups, dtype=np.uint64),
         }
 
 
@@ -347,6 +362,7 @@ _SECTIONS: Final[SectionSpec] = {
     "host_bytes": ("|u1", None),
     "host_offsets": ("<u8", None),
     "prior": ("<f4", lambda h: h["docs"]),
+    "doc_group": ("<u8", lambda h: h["docs"]),
 }
 
 
@@ -411,6 +427,7 @@ class Segment:
         self._host_bytes = sections["host_bytes"]
         self._host_offsets = sections["host_offsets"]
         self.prior = sections["prior"]
+        self.doc_group = sections["doc_group"]
         self.block_postings = self._block_counts()
 
     def _check_structure(self, s: dict[str, npt.NDArray[Any]]) -> None:

@@ -4,8 +4,9 @@ map      `document_rows`: per key range, each page that has its own body (a 200 
          exact duplicate of another URL's body, which is indexed once, at its original) with its
          title and text (parsed again from the WARC when the crawl did not store text), and its
          shard: a hash of its URL (`index.layout.shard_of`)
-join     the anchor texts of the links to each page (the graph job's `anchors`, IIR 21.1.1) and
-         its PageRank (the pagerank job's `ranks`, when it has run) by URL
+join     the anchor texts of the links to each page (the graph job's `anchors`, IIR 21.1.1), its
+         PageRank (the pagerank job's `ranks`) and its near-duplicate cluster (the near job's
+         `members`: the group a search collapses), by URL, each when that job has run
 shuffle  by shard, so that all of a shard's pages are in one partition
 reduce   `write_shards`: per shard, its pages in URL order through `SegmentWriter` (a new segment
          every `segment_docs` pages) into shard-<s>/ of the output
@@ -26,7 +27,7 @@ import pandas as pd
 
 from crawlspace.index.layout import finish_index, segment_name, shard_of
 from crawlspace.index.segment import IndexDocument, SegmentWriter
-from crawlspace.jobs import graph, pagerank
+from crawlspace.jobs import graph, neardup, pagerank
 from crawlspace.jobs.context import JobContext, Piece, is_robots_txt
 from crawlspace.jobs.output import JOBS_DIR, SUMMARY, PendingOutput
 from crawlspace.store.reader import CrawlReader
@@ -43,15 +44,18 @@ DOCUMENT_META = pd.DataFrame(
         "shard": pd.Series(dtype="int64"),
     }
 )
-JOINED_META = DOCUMENT_META.assign(anchor=pd.Series(dtype=object), prior=pd.Series(dtype="float64"))
+JOINED_META = DOCUMENT_META.assign(
+    anchor=pd.Series(dtype=object), prior=pd.Series(dtype="float64"), group=pd.Series(dtype=object)
+)
 WRITTEN_META = pd.DataFrame(
     {"shard": pd.Series(dtype="int64"), "segment": pd.Series(dtype=object), "docs": pd.Series(dtype="int64")}
 )
 
 
 def inputs(**options: Any) -> tuple[str, ...]:
-    """The jobs this one reads: the link graph's anchors, and PageRank for the prior."""
-    return (graph.NAME, pagerank.NAME)
+    """The jobs this one reads: the link graph's anchors, PageRank for the prior, the near-duplicate
+    clusters for the groups a search collapses."""
+    return (graph.NAME, pagerank.NAME, neardup.NAME)
 
 
 def document_rows(reader: CrawlReader, piece: Piece, shards: int) -> pd.DataFrame:
@@ -96,10 +100,9 @@ def write_shards(frame: pd.DataFrame, root: str, segment_docs: int) -> pd.DataFr
             writer.write(Path(root) / name)
             writer, number = SegmentWriter(), number + 1
 
-        for url, title, text, anchor, prior in zip(
-            ordered["url"], ordered["title"], ordered["text"], ordered["anchor"], ordered["prior"], strict=True
-        ):
-            writer.add(IndexDocument(url, title, text, anchor, float(prior)))
+        columns = [ordered[name] for name in ("url", "title", "text", "anchor", "prior", "group")]
+        for url, title, text, anchor, prior, group in zip(*columns, strict=True):
+            writer.add(IndexDocument(url, title, text, anchor, float(prior), group))
             if len(writer) >= segment_docs:
                 flush()
         if len(writer):
@@ -130,8 +133,23 @@ def run(
         joined = joined.merge(ranks, on="url", how="left", shuffle_method=ctx.shuffle_method)
     else:
         joined = joined.assign(prior=0.0)
+    if (ctx.out / JOBS_DIR / neardup.NAME / SUMMARY).is_file():
+        members = ctx.read_parquet(ctx.out / JOBS_DIR / neardup.NAME / "members", columns=["url", "cluster"])
+        members = members.map_partitions(
+            lambda part: pd.DataFrame(
+                {"url": part["url"].astype(object), "group": part["cluster"].map(lambda c: f"near:{c}").astype(object)}
+            ),
+            meta={"url": object, "group": object},
+        )
+        joined = joined.merge(members, on="url", how="left", shuffle_method=ctx.shuffle_method)
+    else:
+        joined = joined.assign(group="")
     joined = joined.map_partitions(
-        lambda part: part.assign(anchor=part["anchor"].fillna("").astype(object), prior=part["prior"].fillna(0.0)),
+        lambda part: part.assign(
+            anchor=part["anchor"].fillna("").astype(object),
+            prior=part["prior"].fillna(0.0),
+            group=part["group"].fillna("").astype(object),
+        )[list(JOINED_META.columns)],
         meta=JOINED_META,
     )
     by_shard = joined.shuffle(on="shard", npartitions=min(shards, max(1, joined.npartitions)),

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from crawlspace.index.layout import Index, build_index, shard_of
 from crawlspace.index.query import parse_query
 from crawlspace.index.scoring import BM25F, Bm25fParams
-from crawlspace.index.search import SegmentSearcher
-from crawlspace.index.segment import Segment, SegmentWriter, analyze
+from crawlspace.index.search import Hit, SegmentSearcher
+from crawlspace.index.segment import IndexDocument, Segment, SegmentWriter, analyze
 from crawlspace.index.stats import CollectionStats
 from tests.index.corpora import WORDS, corpus
 
@@ -261,3 +261,39 @@ def test_an_explanation_adds_up_to_the_score(indexes: dict[int, Index], query: s
             assert sum(part.fields) == pytest.approx(part.score, rel=1e-9)
             assert any(part.freqs) and part.score > 0
         assert {part.term for part in explained.terms} <= set(parse_query(query).terms)
+
+
+def test_collapsing_keeps_the_best_page_of_each_group(tmp_path: Path) -> None:
+    import msgspec
+
+    documents = [
+        msgspec.structs.replace(document, group=f"g{number % 5}" if number < 600 else "")
+        for number, document in enumerate(corpus(12, 1500))
+    ]
+    opened = []
+    for shards in (1, 3):
+        build_index(documents, tmp_path / str(shards), shards=shards)
+        opened.append(Index(tmp_path / str(shards)))
+    try:
+        for query in ("w1 OR w5", "w2 w3", '"w0 w1"'):
+            everything = opened[0].search(query, 1500, prune=False).hits
+            firsts: dict[int, Hit] = {}
+            for hit in everything:
+                firsts.setdefault(hit.group, hit)
+            expected = [hit.url for hit in list(firsts.values())[:10]]
+            for index in opened:
+                collapsed = index.search(query, 10, collapse=True).hits
+                assert [hit.url for hit in collapsed] == expected
+                assert len({hit.group for hit in collapsed}) == len(collapsed)
+                members = {group: sum(1 for hit in everything if hit.group == group) for group in firsts}
+                assert all(0 <= hit.similar < members[hit.group] for hit in collapsed)
+                assert any(hit.similar > 0 for hit in collapsed)
+                alone = [hit for hit in collapsed if not documents_by_url(documents)[hit.url].group]
+                assert all(hit.similar == 0 for hit in alone)
+    finally:
+        for index in opened:
+            index.close()
+
+
+def documents_by_url(documents: list[IndexDocument]) -> dict[str, IndexDocument]:
+    return {document.url: document for document in documents}

@@ -15,6 +15,7 @@ from crawlspace.index.segment import (
     SegmentFormatError,
     SegmentWriter,
     analyze,
+    group_key,
 )
 from tests.index.corpora import corpus
 
@@ -70,6 +71,7 @@ def test_a_segment_reads_back_what_was_written(tmp_path: Path) -> None:
             assert segment.title(doc) == documents[doc].title
             assert segment.hosts()[segment.doc_host[doc]] == documents[doc].url.split("/")[2]
             assert segment.prior[doc] == np.float32(documents[doc].prior)
+            assert int(segment.doc_group[doc]) == group_key(documents[doc].url, "")
             assert segment.field_lengths[doc].tolist() == [len(f) for f in analyze(documents[doc]).fields]
         docs, freqs, _ = segment.all_postings(0, segment.block_count)
         assert docs.size == segment.posting_count and int(freqs.sum()) == int(segment.field_lengths.sum())

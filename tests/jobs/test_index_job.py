@@ -133,3 +133,23 @@ def test_cli_search(crawled: Path, built: dict[str, Any], tmp_path: Path) -> Non
     assert "postings scored:" in explained.stderr
     missing = run_cli("search", str(tmp_path), "water")
     assert missing.returncode == 2 and "no manifest.json" in missing.stderr and "--only index" in missing.stderr
+
+
+def test_near_duplicates_share_a_group_and_a_search_shows_one_of_them(crawled: Path, built: dict[str, Any]) -> None:
+    members = read_table(crawled, "near", "members")
+    cluster_of = dict(zip(members["url"], members["cluster"], strict=True))
+    with Index(jobs_dir(crawled) / "index") as index:
+        group_of = {s.url(d): int(s.doc_group[d]) for s in index.segments for d in range(s.docs)}
+        clusters: dict[Any, set[int]] = {}
+        for url, cluster in cluster_of.items():
+            if url in group_of:
+                clusters.setdefault(cluster, set()).add(group_of[url])
+        shared = [groups for groups in clusters.values() if groups]
+        assert shared and all(len(groups) == 1 for groups in shared)
+        indexed = [url for url in cluster_of if url in group_of]
+        assert len(indexed) > len(shared)  # some clusters have several pages in the index
+        assert len({next(iter(groups)) for groups in shared}) == len(shared)  # one key per cluster
+        alone = [group for url, group in group_of.items() if url not in cluster_of]
+        assert len(set(alone)) == len(alone)
+        hits = index.search("the OR of", 20, collapse=True).hits
+        assert len({hit.group for hit in hits}) == len(hits) == 20
