@@ -87,6 +87,7 @@ def run_demo(out: Path, *, hosts: int, seed: int, live: bool | None) -> dict[str
         "stats": str(out / "stats.json"),
     }
     summary["jobs"] = jobs_report(web, out)
+    summary["search"] = search_report(out, [row["url"] for row in summary["jobs"]["top_pages"]])
     (out / "demo-summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if not verdict.ok:
         click.echo("server-side judgement:\n" + verdict.summary(), err=True)
@@ -125,6 +126,38 @@ def jobs_report(web: SimWeb, out: Path) -> dict[str, Any]:
         "top_pages": top_ranked(out, 5),
         "outputs": str(out / "jobs"),
     }
+
+
+def search_report(out: Path, top_urls: list[str]) -> list[dict[str, Any]]:
+    """Three queries on the index the jobs built, made from the best-ranked page with a title of two words
+    or more: its title's words, its title as a phrase, its title's first word on its own site; each with
+    its top 3 and the rank of that page (every query matches it)."""
+    from crawlspace.index import Index, tokenize
+    from crawlspace.store.reader import CrawlReader
+    from crawlspace.urls.normalize import host_of
+
+    with CrawlReader([out]) as reader:
+        titled = [(url, page.title) for url in top_urls if (page := reader.page(url)) is not None and page.title]
+    chosen = [(url, title) for url, title in titled if len(tokenize(title)) >= 2]
+    if not chosen:
+        return []
+    url, title = chosen[0]
+    words = tokenize(title)
+    queries = [" ".join(words), f'"{" ".join(words)}"', f"{words[0]} site:{host_of(url).split(':')[0]}"]
+    report = []
+    with Index(out / "jobs" / "index") as index:
+        for query in queries:
+            hits = index.search(query, 1000).hits
+            ranks = [rank for rank, hit in enumerate(hits, 1) if hit.url == url]
+            report.append(
+                {
+                    "query": query,
+                    "page": url,
+                    "page_rank": ranks[0] if ranks else None,
+                    "results": [{"url": hit.url, "score": hit.score, "title": hit.title} for hit in hits[:3]],
+                }
+            )
+    return report
 
 
 @click.command()
@@ -167,3 +200,7 @@ def demo(out: Path | None, hosts: int, seed: int, live: bool | None) -> None:
     )
     for row in jobs["top_pages"]:
         click.echo(f"  {row['pagerank']:.5f}  in {row['indegree']:>4}  {printable(row['url'])}")
+    for search in summary["search"]:
+        click.echo(f"search {printable(search['query'])}:")
+        for rank, hit in enumerate(search["results"], 1):
+            click.echo(f"  {rank}. {hit['score']:.4f}  {printable(hit['url'])}  {printable(hit['title'])}")

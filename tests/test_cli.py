@@ -109,3 +109,7 @@ def test_demo_crawls_the_simulated_web_and_reports_the_servers_view(tmp_path: Pa
     assert jobs["revisits_agree_with_bodies"]
     assert jobs["near_copies_clustered_with_original"] == jobs["near_copies_fetched"]
     assert len(jobs["top_pages"]) == 5 and jobs["top_pages"][0]["url"] in result.stdout
+    searches = summary["search"]  # three queries on the index, from a top page's title
+    assert len(searches) == 3 and all(search["results"] for search in searches)
+    assert all(search["page_rank"] is not None for search in searches)  # each query matches the page it came from
+    assert all(f"search {search['query']}:" in result.stdout for search in searches)

@@ -1,8 +1,10 @@
-"""Batch jobs over a crawl on Dask: exact and near-duplicate clusters, the link graph, PageRank.
+"""Batch jobs over a crawl on Dask: exact and near-duplicate clusters, the link graph, PageRank, the
+search index.
 
 Who fills it: nothing during a crawl; `run(DIR)` (or `crawlspace jobs DIR`) after it, or during a
 pause. Who drains it: `crawlspace dups` and `crawlspace rank`, the search index and the link-graph
-server, from DIR/jobs/<name>/ (Parquet tables and summary.json; `output.read_table`).
+server, from DIR/jobs/<name>/ (Parquet tables and summary.json; `output.read_table`; the index job's
+output is an index directory, `crawlspace.index.Index(DIR/jobs/index)`).
 
 Every job reads the crawl through `CrawlReader` only: one Dask partition per key range of the crawl
 table (`CrawlReader.partitions`), each task opening its own reader, so a single-process crawl, a
