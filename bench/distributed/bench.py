@@ -10,7 +10,10 @@ them alike. Figures per configuration (the median over rounds):
   count) plus redis-server's (from /proc, for the cluster runs) per page;
 - messages, entries, bytes per page: the messages the nodes sent, the stream entries (XADDs) they went in
   (one per receiver and write) and their bytes (stats.json's transport section);
-- batch p50/p99 ms: the latency of a batch from transmit to acknowledgement (the worst node's).
+- batch p50/p99 ms: the latency of a batch from transmit to acknowledgement (the worst node's);
+- commands/page: the commands redis-server ran (`INFO commandstats`, the set-up's own before the crawl
+  subtracted) per page, and the commands that make most of them. Unlike CPU this count is steady on a
+  shared machine, and the transport's cost is per command (bench/README.md's profile).
 
 The target of issue 16: the Redis transport costs at most 0.1 CPU-ms per page more than the socketpair mesh
 (cluster-2 against processes-2).
@@ -28,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +41,8 @@ from crawlspace.simweb import RunningServer, SimWeb, SimWebConfig, serve_in_back
 from tests.distributed.redis_server import RedisServer  # noqa: E402
 
 CONFIGURATIONS = ("processes-1", "processes-2", "cluster-2", "cluster-3")
+COMMAND = "command:"  # a run's per-command figures: calls of that command per page
+TOP_COMMANDS = 8
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -44,6 +50,20 @@ def process_cpu(pid: int) -> float:
     """Seconds of user + system CPU of a running process (its own, not its children's)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def command_calls(url: str) -> Counter[str]:
+    """Calls of each command redis-server ran so far (INFO commandstats), `info` itself left out."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=5)
+    try:
+        stats = client.info("commandstats")
+    finally:
+        client.close()
+    calls = Counter({name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()})
+    del calls["info"]
+    return calls
 
 
 def reap(process: subprocess.Popen[bytes]) -> float:
@@ -78,6 +98,7 @@ def run_cluster(running: RunningServer, base: Path, nodes: int) -> dict[str, flo
     server.start()
     try:
         redis_cpu_before = process_cpu(server.process.pid) if server.process else 0.0
+        calls_before = command_calls(server.url)
         processes = []
         started = time.monotonic()
         for node in range(nodes):
@@ -91,6 +112,7 @@ def run_cluster(running: RunningServer, base: Path, nodes: int) -> dict[str, flo
         cpu = sum(reap(process) for process in processes)
         wall = time.monotonic() - started
         redis_cpu = (process_cpu(server.process.pid) if server.process else 0.0) - redis_cpu_before
+        calls = command_calls(server.url) - calls_before
     finally:
         server.kill()
     stats = [json.loads((base / f"node-{nodes}-{node}" / "stats.json").read_text()) for node in range(nodes)]
@@ -106,6 +128,8 @@ def run_cluster(running: RunningServer, base: Path, nodes: int) -> dict[str, flo
         "bytes_per_page": sum(t["bytes_out"] for t in transport) / max(pages, 1),
         "batch_p50_ms": max(t["batch_latency_ms_p50"] or 0 for t in transport),
         "batch_p99_ms": max(t["batch_latency_ms_p99"] or 0 for t in transport),
+        "commands_per_page": calls.total() / max(pages, 1),
+        **{f"{COMMAND}{name}": count / max(pages, 1) for name, count in calls.items()},
     }
 
 
@@ -134,9 +158,10 @@ def main() -> None:
                     where.mkdir(exist_ok=True)
                     run = run_local if kind == "processes" else run_cluster
                     results[name].append(run(running, where, int(count)))
-                    print(f"round {number + 1} {name}: {results[name][-1]}", file=sys.stderr)
+                    shown = {k: round(v, 3) for k, v in results[name][-1].items() if not k.startswith(COMMAND)}
+                    print(f"round {number + 1} {name}: {shown}", file=sys.stderr)
     columns = ["pages", "pages_per_second", "cpu_ms_per_page", "redis_cpu_ms_per_page", "messages_per_page",
-               "entries_per_page", "bytes_per_page", "batch_p50_ms", "batch_p99_ms"]  # fmt: skip
+               "entries_per_page", "bytes_per_page", "batch_p50_ms", "batch_p99_ms", "commands_per_page"]  # fmt: skip
     print("| configuration | " + " | ".join(columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
     medians: dict[str, dict[str, float]] = {}
@@ -144,6 +169,16 @@ def main() -> None:
         medians[name] = {c: statistics.median(r[c] for r in results[name]) for c in columns if c in results[name][0]}
         cells = [f"{medians[name][c]:.2f}" if c in medians[name] else "" for c in columns]
         print(f"| {name} | " + " | ".join(cells) + " |")
+    for name in chosen:
+        if "commands_per_page" not in medians[name]:
+            continue
+        names = {key for run in results[name] for key in run if key.startswith(COMMAND)}
+        per_command = {key: statistics.median(run.get(key, 0.0) for run in results[name]) for key in names}
+        top = sorted(per_command.items(), key=lambda item: -item[1])[:TOP_COMMANDS]
+        listed = ", ".join(f"{key.removeprefix(COMMAND)} {value:.3f}" for key, value in top)
+        print(f"\n{name}: {medians[name]['commands_per_page']:.3f} Redis commands/page; most: {listed}")
+    if "cluster-2" not in medians or "processes-2" not in medians:
+        return
     extra = medians["cluster-2"]["cpu_ms_per_page"] - medians["processes-2"]["cpu_ms_per_page"]
     print(
         f"\nRedis transport (cluster-2) - socketpair mesh (processes-2): {extra:+.3f} CPU-ms per page (target <= 0.1)"
