@@ -42,6 +42,7 @@ from tests.distributed.redis_server import RedisServer  # noqa: E402
 
 CONFIGURATIONS = ("processes-1", "processes-2", "cluster-2", "cluster-3")
 COMMAND = "command:"  # a run's per-command figures: calls of that command per page
+KIND = "kind:"  # and per kind of message: the messages of that type the nodes sent, per page
 TOP_COMMANDS = 8
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -118,6 +119,7 @@ def run_cluster(running: RunningServer, base: Path, nodes: int) -> dict[str, flo
     stats = [json.loads((base / f"node-{nodes}-{node}" / "stats.json").read_text()) for node in range(nodes)]
     pages = sum(int(s["pages_fetched"]) for s in stats)
     transport = [s["transport"] for s in stats]
+    kinds = sum((Counter(t["messages_out_by_kind"]) for t in transport), Counter())
     return {
         "pages": pages,
         "pages_per_second": pages / wall,
@@ -130,7 +132,16 @@ def run_cluster(running: RunningServer, base: Path, nodes: int) -> dict[str, flo
         "batch_p99_ms": max(t["batch_latency_ms_p99"] or 0 for t in transport),
         "commands_per_page": calls.total() / max(pages, 1),
         **{f"{COMMAND}{name}": count / max(pages, 1) for name, count in calls.items()},
+        **{f"{KIND}{name}": count / max(pages, 1) for name, count in kinds.items()},
     }
+
+
+def top(runs: list[dict[str, float]], prefix: str) -> str:
+    """The largest per-page figures whose names start with `prefix` (median over the runs), as text."""
+    names = {key for run in runs for key in run if key.startswith(prefix)}
+    medians = {key: statistics.median(run.get(key, 0.0) for run in runs) for key in names}
+    largest = sorted(medians.items(), key=lambda item: -item[1])[:TOP_COMMANDS]
+    return ", ".join(f"{key.removeprefix(prefix)} {value:.3f}" for key, value in largest)
 
 
 def main() -> None:
@@ -158,7 +169,7 @@ def main() -> None:
                     where.mkdir(exist_ok=True)
                     run = run_local if kind == "processes" else run_cluster
                     results[name].append(run(running, where, int(count)))
-                    shown = {k: round(v, 3) for k, v in results[name][-1].items() if not k.startswith(COMMAND)}
+                    shown = {k: round(v, 3) for k, v in results[name][-1].items() if ":" not in k}
                     print(f"round {number + 1} {name}: {shown}", file=sys.stderr)
     columns = ["pages", "pages_per_second", "cpu_ms_per_page", "redis_cpu_ms_per_page", "messages_per_page",
                "entries_per_page", "bytes_per_page", "batch_p50_ms", "batch_p99_ms", "commands_per_page"]  # fmt: skip
@@ -172,11 +183,9 @@ def main() -> None:
     for name in chosen:
         if "commands_per_page" not in medians[name]:
             continue
-        names = {key for run in results[name] for key in run if key.startswith(COMMAND)}
-        per_command = {key: statistics.median(run.get(key, 0.0) for run in results[name]) for key in names}
-        top = sorted(per_command.items(), key=lambda item: -item[1])[:TOP_COMMANDS]
-        listed = ", ".join(f"{key.removeprefix(COMMAND)} {value:.3f}" for key, value in top)
-        print(f"\n{name}: {medians[name]['commands_per_page']:.3f} Redis commands/page; most: {listed}")
+        commands = medians[name]["commands_per_page"]
+        print(f"\n{name}: {commands:.3f} Redis commands/page; most: {top(results[name], COMMAND)}")
+        print(f"{name}: messages/page by kind: {top(results[name], KIND)}")
     if "cluster-2" not in medians or "processes-2" not in medians:
         return
     extra = medians["cluster-2"]["cpu_ms_per_page"] - medians["processes-2"]["cpu_ms_per_page"]
