@@ -11,6 +11,8 @@ them alike. Figures per configuration (the median over rounds):
 - messages, entries, bytes per page: the messages the nodes sent, the stream entries (XADDs) they went in
   (one per receiver and write) and their bytes (stats.json's transport section);
 - batch p50/p99 ms: the latency of a batch from transmit to acknowledgement (the worst node's);
+- round trips/page: the streams' reader's and writer's and the control poll's pipelines and commands
+  (stats.json's transport section; the termination rounds, the budget and the status are not counted);
 - commands/page: the commands redis-server ran (`INFO commandstats`, the set-up's own before the crawl
   subtracted) per page, and the commands that make most of them. Unlike CPU this count is steady on a
   shared machine, and the transport's cost is per command (bench/README.md's profile).
@@ -91,7 +93,10 @@ def run_local(running: RunningServer, base: Path, processes: int) -> dict[str, f
     cpu = reap(process)
     wall = time.monotonic() - started
     pages = int(json.loads((out / "stats.json").read_text())["pages_fetched"])
-    return {"pages": pages, "pages_per_second": pages / wall, "cpu_ms_per_page": cpu * 1000 / max(pages, 1)}
+    return {
+        "pages": pages, "pages_per_second": pages / wall, "cpu_ms": cpu * 1000,
+        "cpu_ms_per_page": cpu * 1000 / max(pages, 1),
+    }  # fmt: skip
 
 
 def run_cluster(running: RunningServer, base: Path, nodes: int) -> dict[str, float]:
@@ -119,10 +124,11 @@ def run_cluster(running: RunningServer, base: Path, nodes: int) -> dict[str, flo
     stats = [json.loads((base / f"node-{nodes}-{node}" / "stats.json").read_text()) for node in range(nodes)]
     pages = sum(int(s["pages_fetched"]) for s in stats)
     transport = [s["transport"] for s in stats]
-    kinds = sum((Counter(t["messages_out_by_kind"]) for t in transport), Counter())
+    kinds = sum((Counter(t.get("messages_out_by_kind", {})) for t in transport), Counter())
     return {
         "pages": pages,
         "pages_per_second": pages / wall,
+        "cpu_ms": (cpu + redis_cpu) * 1000,
         "cpu_ms_per_page": (cpu + redis_cpu) * 1000 / max(pages, 1),
         "redis_cpu_ms_per_page": redis_cpu * 1000 / max(pages, 1),
         "messages_per_page": sum(t["messages_out"] for t in transport) / max(pages, 1),
@@ -131,6 +137,7 @@ def run_cluster(running: RunningServer, base: Path, nodes: int) -> dict[str, flo
         "batch_p50_ms": max(t["batch_latency_ms_p50"] or 0 for t in transport),
         "batch_p99_ms": max(t["batch_latency_ms_p99"] or 0 for t in transport),
         "commands_per_page": calls.total() / max(pages, 1),
+        "round_trips_per_page": sum(t.get("round_trips", 0) for t in transport) / max(pages, 1),
         **{f"{COMMAND}{name}": count / max(pages, 1) for name, count in calls.items()},
         **{f"{KIND}{name}": count / max(pages, 1) for name, count in kinds.items()},
     }
@@ -150,6 +157,12 @@ def main() -> None:
     parser.add_argument("--pages-per-host", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default=",".join(CONFIGURATIONS), help="Comma-separated configurations to run.")
+    parser.add_argument(
+        "--startup", action="store_true",
+        help="Also crawl a web of 2 hosts with each configuration, each round: its CPU is the fixed cost of a "
+        "crawl (start-up imports, joining, termination, shutdown), and the big web's CPU net of it, per page "
+        "beyond the small web's, the cost that grows with the crawl.",
+    )  # fmt: skip
     args = parser.parse_args()
     chosen = [name for name in CONFIGURATIONS if name in args.only.split(",")]
     web = SimWeb.generate(
@@ -158,21 +171,37 @@ def main() -> None:
             include_trap=False, shared_ip_hosts=max(2, args.hosts // 20),
         )
     )  # fmt: skip
+    small = SimWeb.generate(
+        SimWebConfig(hosts=2, seed=5, mean_pages_per_host=3, robots_crawl_delay=0.0, include_trap=False)
+    )
     results: dict[str, list[dict[str, float]]] = {name: [] for name in chosen}
     with tempfile.TemporaryDirectory(prefix="bench-distributed-") as temporary:
         base = Path(temporary)
-        with serve_in_background(web, base / "web", seeds=20) as running:
+        with (
+            serve_in_background(web, base / "web", seeds=20) as running,
+            serve_in_background(small, base / "small-web", seeds=2) as running_small,
+        ):
             for number in range(args.rounds):
                 for name in chosen:
                     kind, count = name.split("-")
                     where = base / f"round-{number}"
                     where.mkdir(exist_ok=True)
                     run = run_local if kind == "processes" else run_cluster
-                    results[name].append(run(running, where, int(count)))
-                    shown = {k: round(v, 3) for k, v in results[name][-1].items() if ":" not in k}
+                    result = run(running, where, int(count))
+                    if args.startup:
+                        (where / "small").mkdir(exist_ok=True)
+                        fixed = run(running_small, where / "small", int(count))
+                        result["startup_cpu_ms"] = fixed["cpu_ms"]
+                        result["net_cpu_ms_per_page"] = (result["cpu_ms"] - fixed["cpu_ms"]) / max(
+                            1, result["pages"] - fixed["pages"]
+                        )
+                    results[name].append(result)
+                    shown = {k: round(v, 3) for k, v in result.items() if ":" not in k}
                     print(f"round {number + 1} {name}: {shown}", file=sys.stderr)
     columns = ["pages", "pages_per_second", "cpu_ms_per_page", "redis_cpu_ms_per_page", "messages_per_page",
-               "entries_per_page", "bytes_per_page", "batch_p50_ms", "batch_p99_ms", "commands_per_page"]  # fmt: skip
+               "entries_per_page", "bytes_per_page", "batch_p50_ms", "batch_p99_ms", "commands_per_page",
+               "round_trips_per_page",
+               *(["startup_cpu_ms", "net_cpu_ms_per_page"] if args.startup else [])]  # fmt: skip
     print("| configuration | " + " | ".join(columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
     medians: dict[str, dict[str, float]] = {}
@@ -192,6 +221,10 @@ def main() -> None:
     print(
         f"\nRedis transport (cluster-2) - socketpair mesh (processes-2): {extra:+.3f} CPU-ms per page (target <= 0.1)"
     )
+    if args.startup:
+        net = medians["cluster-2"]["net_cpu_ms_per_page"] - medians["processes-2"]["net_cpu_ms_per_page"]
+        fixed = medians["cluster-2"]["startup_cpu_ms"] - medians["processes-2"]["startup_cpu_ms"]
+        print(f"net of the fixed cost ({fixed:+.0f} CPU-ms a crawl): {net:+.3f} CPU-ms per page")
 
 
 if __name__ == "__main__":

@@ -65,7 +65,7 @@ BLOCK_MS = 1000  # a read waits this long for new entries (well under the client
 ACK_DELAY = 0.1  # seconds an entry done with may wait for its XACK + XDEL to ride along with a read
 ACK_MAX = 512  # entries done with that are acknowledged with the next read, however soon
 WRITE_CHUNK = 256  # messages per pipeline
-LINGER = 0.0  # seconds the writer waits after a message is queued, for more to share its stream entries
+LINGER = 0.005  # seconds the writer waits after a message is queued, for more to share its stream entries
 ANSWERS_TTL = 120  # seconds a round's answers stay in Redis
 HANDED_TTL = 30 * 86400  # a resize's barrier outlives its phase: a node may resume long after
 
@@ -89,6 +89,7 @@ class WireCounters:
     messages_in: int = 0
     entries_in: int = 0
     bytes_in: int = 0
+    round_trips: int = 0  # the stream reader's, writer's and control poll's commands and pipelines sent
     latencies: list[float] = field(default_factory=list)  # seconds from transmit to acknowledgement
 
     def report(self) -> dict[str, Any]:
@@ -100,8 +101,9 @@ class WireCounters:
         return {
             "messages_out": self.messages_out, "entries_out": self.entries_out, "bytes_out": self.bytes_out,
             "messages_in": self.messages_in, "entries_in": self.entries_in, "bytes_in": self.bytes_in,
-            "batches_acknowledged": len(ordered), "batch_latency_ms_p50": quantile(0.5),
-            "batch_latency_ms_p99": quantile(0.99), "messages_out_by_kind": dict(sorted(self.kinds_out.items())),
+            "round_trips": self.round_trips, "batches_acknowledged": len(ordered),
+            "batch_latency_ms_p50": quantile(0.5), "batch_latency_ms_p99": quantile(0.99),
+            "messages_out_by_kind": dict(sorted(self.kinds_out.items())),
         }  # fmt: skip
 
 
@@ -233,7 +235,8 @@ class RedisPeers:
         for task in [*self._tasks, *([self._reconnecting] if self._reconnecting else [])]:
             task.cancel()
         await asyncio.wait(self._tasks, timeout=5.0)
-        with contextlib.suppress(*REDIS_ERRORS, TimeoutError):
+        with contextlib.suppress(*REDIS_ERRORS, TimeoutError):  # what a read cut short put back, then the XACKs
+            await asyncio.wait_for(self._flush(), timeout=2.0)
             await asyncio.wait_for(self._acknowledge_done(), timeout=2.0)
         for _, future in self._queries.values():
             if not future.done():
@@ -315,23 +318,30 @@ class RedisPeers:
 
     async def _flush(self) -> None:
         while self._outgoing and self.connected:
-            chunk = [self._outgoing.popleft() for _ in range(min(WRITE_CHUNK, len(self._outgoing)))]
-            by_peer: dict[int, list[wire.Message]] = {}
-            for peer, message, _ in chunk:  # one stream entry per receiver, its messages in order
-                by_peer.setdefault(peer, []).append(message)
             pipe = self._redis.pipeline(transaction=False)
-            for peer, messages in by_peer.items():
-                unit = wire.encode(messages)
-                pipe.xadd(self._keys.stream(peer), {b"m": unit})
-                self.wire.messages_out += len(messages)
-                self.wire.kinds_out.update(type(message).__name__ for message in messages)
-                self.wire.entries_out += 1
-                self.wire.bytes_out += len(unit)
+            chunk = self._take_chunk(pipe)
             try:
+                self.wire.round_trips += 1
                 await pipe.execute()
             except BaseException:
                 self._outgoing.extendleft(reversed(chunk))  # some may have been written: repeats are harmless
                 raise
+
+    def _take_chunk(self, pipe: Any) -> list[tuple[int, wire.Message, bool]]:
+        """Up to WRITE_CHUNK queued messages, taken from the queue and XADDed on `pipe`: one stream entry per
+        receiver, its messages in order. The caller puts them back if the pipeline fails."""
+        chunk = [self._outgoing.popleft() for _ in range(min(WRITE_CHUNK, len(self._outgoing)))]
+        by_peer: dict[int, list[wire.Message]] = {}
+        for peer, message, _ in chunk:
+            by_peer.setdefault(peer, []).append(message)
+        for peer, messages in by_peer.items():
+            unit = wire.encode(messages)
+            pipe.xadd(self._keys.stream(peer), {b"m": unit})
+            self.wire.messages_out += len(messages)
+            self.wire.kinds_out.update(type(message).__name__ for message in messages)
+            self.wire.entries_out += 1
+            self.wire.bytes_out += len(unit)
+        return chunk
 
     # -- URL batches -------------------------------------------------------------------------
 
@@ -586,11 +596,12 @@ class RedisPeers:
     # -- reading the node's stream ---------------------------------------------------------------
 
     async def _read(self) -> None:
-        """Entries done with (journaled, or nothing to journal) are XACKed and XDELed in the same round trip
-        as a later read, at most ACK_DELAY after the first of them was done (the read blocks no longer
-        than that meanwhile), or at once when ACK_MAX wait: one command per read instead of three. An
-        entry is acknowledged late, never early; killed before, a node reads it again on restart (a
-        repeat, which the URL set drops)."""
+        """Every read is one round trip that carries what else is owed: the messages queued meanwhile (the
+        answers and acknowledgements the last read's entries called for: they leave at once, not after the
+        writer's linger, and in no round trip of their own), and the XACK + XDEL of the entries done with,
+        at most ACK_DELAY after the first of them was done (the read blocks no longer than that
+        meanwhile), or at once when ACK_MAX wait. An entry is acknowledged late, never early; killed
+        before, a node reads it again on restart (a repeat, which the URL set drops)."""
         pending_from: str | None = "0"  # the node's own pending entries first, then new ones (None)
         link = self._links
         while True:
@@ -604,17 +615,26 @@ class RedisPeers:
                 wait_ms = min(BLOCK_MS, math.ceil((self._done_since + ACK_DELAY - time.monotonic()) * 1000))
             due = bool(done) and (pending_from is not None or wait_ms <= 0 or len(done) >= ACK_MAX)
             streams: dict[Any, Any] = {self._stream: pending_from or ">"}
-            reply: Any
             block = None if pending_from or due else wait_ms
+            reply: Any
             try:
-                if due:
+                if due or self._outgoing:
                     pipe = self._redis.pipeline(transaction=False)
-                    pipe.xack(self._stream, GROUP, *done)
-                    pipe.xdel(self._stream, *done)
+                    chunk = self._take_chunk(pipe)
+                    if due:
+                        pipe.xack(self._stream, GROUP, *done)
+                        pipe.xdel(self._stream, *done)
                     pipe.xreadgroup(GROUP, self._consumer, streams, count=READ_COUNT, block=block)
-                    reply = (await pipe.execute())[-1]
-                    done.clear()  # only this task adds to it, after the read
+                    try:
+                        self.wire.round_trips += 1
+                        reply = (await pipe.execute())[-1]
+                    except BaseException:
+                        self._outgoing.extendleft(reversed(chunk))  # repeats are harmless
+                        raise
+                    if due:
+                        done.clear()  # only this task adds to it, after the read
                 else:
+                    self.wire.round_trips += 1
                     reply = await self._redis.xreadgroup(GROUP, self._consumer, streams, count=READ_COUNT, block=block)
             except redis.exceptions.ResponseError as exc:
                 raise_if_cancelled()
@@ -639,6 +659,8 @@ class RedisPeers:
             if handled and not done:
                 self._done_since = time.monotonic()
             done += handled
+            if entries and pending_from is None and self._linger > 0:
+                await asyncio.sleep(self._linger)  # more entries come, more answers are queued: one round trip
 
     async def _acknowledge_done(self) -> None:
         """At close: the entries done with and not yet acknowledged (else read again on the next start)."""
@@ -742,6 +764,7 @@ class RedisPeers:
             if not self.connected:
                 continue
             try:
+                self.wire.round_trips += 1
                 round_value, stop_value = await self._redis.mget(self._keys.round, self._keys.stop)
                 if stop_value is not None and self.stopped_by is None:
                     try:
@@ -757,6 +780,7 @@ class RedisPeers:
                     pipe = self._redis.pipeline(transaction=False)
                     pipe.hset(self._keys.answers(number), str(self.index), wire.encode([reply]))
                     pipe.expire(self._keys.answers(number), ANSWERS_TTL)
+                    self.wire.round_trips += 1
                     await pipe.execute()
                     self._answered_round = number
             except REDIS_ERRORS:
