@@ -39,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from crawlspace.distributed.redislink import DEFAULT_CRAWL_ID, Keys  # noqa: E402
 from crawlspace.simweb import RunningServer, SimWeb, SimWebConfig, serve_in_background  # noqa: E402
 from tests.distributed.redis_server import RedisServer  # noqa: E402
 
@@ -67,6 +68,22 @@ def command_calls(url: str) -> Counter[str]:
     calls = Counter({name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()})
     del calls["info"]
     return calls
+
+
+def wait_for_the_crawl(url: str, timeout: float = 60.0) -> None:
+    """Until the first node has published the crawl: a node started before would find no configuration to
+    take (the defaults, which the crawl's then refuses). A fixed pause lost that race on a loaded machine."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=5)
+    deadline = time.monotonic() + timeout
+    try:
+        while not client.exists(Keys(DEFAULT_CRAWL_ID).meta):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the first node published no crawl in {timeout:.0f} s")
+            time.sleep(0.05)
+    finally:
+        client.close()
 
 
 def reap(process: subprocess.Popen[bytes]) -> float:
@@ -114,7 +131,7 @@ def run_cluster(running: RunningServer, base: Path, nodes: int) -> dict[str, flo
                 command += [str(running.seeds_file), "--allow-private-addresses", "--min-delay", "0"]
             processes.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
             if node == 0:
-                time.sleep(0.5)  # the first node publishes the crawl
+                wait_for_the_crawl(server.url)
         cpu = sum(reap(process) for process in processes)
         wall = time.monotonic() - started
         redis_cpu = (process_cpu(server.process.pid) if server.process else 0.0) - redis_cpu_before
