@@ -20,7 +20,12 @@ them alike. Figures per configuration (the median over rounds):
 The target of issue 16: the Redis transport costs at most 0.1 CPU-ms per page more than the socketpair mesh
 (cluster-2 against processes-2).
 
-Usage: python bench/distributed/bench.py [--hosts 150] [--pages-per-host 20] [--rounds 3]
+Usage: python bench/distributed/bench.py [--hosts 150] [--pages-per-host 20] [--rounds 3] [--only NAMES]
+[--startup] [--against DIR]
+
+`--startup` separates a crawl's fixed cost (a node is a whole interpreter start, the mesh forks its
+workers from a warm coordinator) from its cost per page; `--against DIR` runs every configuration with
+another checkout's code too, in the same rounds, so that a change and the code before it see the same load.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ CONFIGURATIONS = ("processes-1", "processes-2", "cluster-2", "cluster-3")
 COMMAND = "command:"  # a run's per-command figures: calls of that command per page
 KIND = "kind:"  # and per kind of message: the messages of that type the nodes sent, per page
 TOP_COMMANDS = 8
+AGAINST = "@against"  # a configuration run with --against's code
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -70,18 +76,22 @@ def command_calls(url: str) -> Counter[str]:
     return calls
 
 
-def wait_for_the_crawl(url: str, timeout: float = 60.0) -> None:
+def wait_for_the_crawl(url: str, timeout: float = 60.0) -> int:
     """Until the first node has published the crawl: a node started before would find no configuration to
-    take (the defaults, which the crawl's then refuses). A fixed pause lost that race on a loaded machine."""
+    take (the defaults, which the crawl's then refuses). A fixed pause lost that race on a loaded machine.
+    The EXISTS commands it sent (not the crawl's)."""
     import redis
 
     client = redis.Redis.from_url(url, socket_timeout=5)
     deadline = time.monotonic() + timeout
+    asked = 0
     try:
         while not client.exists(Keys(DEFAULT_CRAWL_ID).meta):
+            asked += 1
             if time.monotonic() > deadline:
                 raise SystemExit(f"the first node published no crawl in {timeout:.0f} s")
             time.sleep(0.05)
+        return asked + 1
     finally:
         client.close()
 
@@ -102,11 +112,11 @@ def crawl_command(running: RunningServer, out: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def run_local(running: RunningServer, base: Path, processes: int) -> dict[str, float]:
+def run_local(running: RunningServer, base: Path, processes: int, code: Path | None = None) -> dict[str, float]:
     out = base / f"local-{processes}"
     command = [*crawl_command(running, out), str(running.seeds_file), "--allow-private-addresses", "--min-delay", "0"]
     started = time.monotonic()
-    process = subprocess.Popen([*command, "--processes", str(processes)], stdout=subprocess.DEVNULL)
+    process = subprocess.Popen([*command, "--processes", str(processes)], stdout=subprocess.DEVNULL, cwd=code)
     cpu = reap(process)
     wall = time.monotonic() - started
     pages = int(json.loads((out / "stats.json").read_text())["pages_fetched"])
@@ -116,7 +126,7 @@ def run_local(running: RunningServer, base: Path, processes: int) -> dict[str, f
     }  # fmt: skip
 
 
-def run_cluster(running: RunningServer, base: Path, nodes: int) -> dict[str, float]:
+def run_cluster(running: RunningServer, base: Path, nodes: int, code: Path | None = None) -> dict[str, float]:
     server = RedisServer(base / f"redis-{nodes}")
     server.start()
     try:
@@ -129,9 +139,9 @@ def run_cluster(running: RunningServer, base: Path, nodes: int) -> dict[str, flo
             command += ["--cluster", server.url, "--node", str(node), "--nodes", str(nodes)]
             if node == 0:
                 command += [str(running.seeds_file), "--allow-private-addresses", "--min-delay", "0"]
-            processes.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
+            processes.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, cwd=code))
             if node == 0:
-                wait_for_the_crawl(server.url)
+                calls_before["exists"] += wait_for_the_crawl(server.url)
         cpu = sum(reap(process) for process in processes)
         wall = time.monotonic() - started
         redis_cpu = (process_cpu(server.process.pid) if server.process else 0.0) - redis_cpu_before
@@ -180,8 +190,17 @@ def main() -> None:
         "crawl (start-up imports, joining, termination, shutdown), and the big web's CPU net of it, per page "
         "beyond the small web's, the cost that grows with the crawl.",
     )  # fmt: skip
+    parser.add_argument(
+        "--against", type=Path, metavar="DIR",
+        help="Also run each configuration with the crawlspace of another checkout (`python -m crawlspace` from "
+        "DIR), in the same rounds: a change measured against the code before it, both under the same load.",
+    )  # fmt: skip
     args = parser.parse_args()
     chosen = [name for name in CONFIGURATIONS if name in args.only.split(",")]
+    if args.against is not None:
+        if not (args.against / "crawlspace" / "__main__.py").is_file():
+            raise SystemExit(f"--against {args.against}: no crawlspace package there")
+        chosen = [f"{name}{suffix}" for name in chosen for suffix in ("", AGAINST)]
     web = SimWeb.generate(
         SimWebConfig(
             hosts=args.hosts, seed=5, mean_pages_per_host=args.pages_per_host, robots_crawl_delay=0.0,
@@ -200,14 +219,15 @@ def main() -> None:
         ):
             for number in range(args.rounds):
                 for name in chosen:
-                    kind, count = name.split("-")
-                    where = base / f"round-{number}"
-                    where.mkdir(exist_ok=True)
+                    kind, count = name.removesuffix(AGAINST).split("-")
+                    code = args.against if name.endswith(AGAINST) else None
+                    where = base / f"round-{number}" / name
+                    where.mkdir(parents=True)
                     run = run_local if kind == "processes" else run_cluster
-                    result = run(running, where, int(count))
+                    result = run(running, where, int(count), code)
                     if args.startup:
-                        (where / "small").mkdir(exist_ok=True)
-                        fixed = run(running_small, where / "small", int(count))
+                        (where / "small").mkdir()
+                        fixed = run(running_small, where / "small", int(count), code)
                         result["startup_cpu_ms"] = fixed["cpu_ms"]
                         result["net_cpu_ms_per_page"] = (result["cpu_ms"] - fixed["cpu_ms"]) / max(
                             1, result["pages"] - fixed["pages"]
@@ -232,16 +252,19 @@ def main() -> None:
         commands = medians[name]["commands_per_page"]
         print(f"\n{name}: {commands:.3f} Redis commands/page; most: {top(results[name], COMMAND)}")
         print(f"{name}: messages/page by kind: {top(results[name], KIND)}")
-    if "cluster-2" not in medians or "processes-2" not in medians:
-        return
-    extra = medians["cluster-2"]["cpu_ms_per_page"] - medians["processes-2"]["cpu_ms_per_page"]
-    print(
-        f"\nRedis transport (cluster-2) - socketpair mesh (processes-2): {extra:+.3f} CPU-ms per page (target <= 0.1)"
-    )
-    if args.startup:
-        net = medians["cluster-2"]["net_cpu_ms_per_page"] - medians["processes-2"]["net_cpu_ms_per_page"]
-        fixed = medians["cluster-2"]["startup_cpu_ms"] - medians["processes-2"]["startup_cpu_ms"]
-        print(f"net of the fixed cost ({fixed:+.0f} CPU-ms a crawl): {net:+.3f} CPU-ms per page")
+    for suffix in ("", AGAINST) if args.against is not None else ("",):
+        cluster, mesh = medians.get(f"cluster-2{suffix}"), medians.get(f"processes-2{suffix}")
+        if cluster is None or mesh is None:
+            continue
+        extra = cluster["cpu_ms_per_page"] - mesh["cpu_ms_per_page"]
+        print(
+            f"\nRedis transport (cluster-2{suffix}) - socketpair mesh (processes-2{suffix}): {extra:+.3f} CPU-ms "
+            "per page (target <= 0.1)"
+        )
+        if args.startup:
+            net = cluster["net_cpu_ms_per_page"] - mesh["net_cpu_ms_per_page"]
+            fixed = cluster["startup_cpu_ms"] - mesh["startup_cpu_ms"]
+            print(f"net of the fixed cost ({fixed:+.0f} CPU-ms a crawl): {net:+.3f} CPU-ms per page")
 
 
 if __name__ == "__main__":
