@@ -11,6 +11,13 @@ unacknowledged batch again, and a batch still unacknowledged after `resend_after
 it: `appendfsync everysec` may drop the last second of writes) is sent again, with a doubling delay.
 Repeats are harmless: the owner's URL set drops them.
 
+What the transport costs is per Redis round trip and command, not per byte (bench/README.md), so few are
+made: the writer lingers LINGER (5 ms) after a message is queued, and what was queued meanwhile goes in
+one entry per receiver; the reader lingers as long after entries that called for answers or
+acknowledgements, and its next XREADGROUP is one pipeline with what was queued meanwhile and
+the XACK + XDEL of the entries done with, which wait up to ACK_DELAY for a read to ride with. An entry
+is acknowledged late, never before it is done with: killed before, a node reads it again on restart.
+
 A node that starts reads its own pending entries first (read but never acknowledged: it died between
 the two), then new ones, and takes over with XAUTOCLAIM what another consumer of its group left pending.
 
@@ -659,8 +666,10 @@ class RedisPeers:
             if handled and not done:
                 self._done_since = time.monotonic()
             done += handled
-            if entries and pending_from is None and self._linger > 0:
-                await asyncio.sleep(self._linger)  # more entries come, more answers are queued: one round trip
+            if self._outgoing and entries and pending_from is None and self._linger > 0:
+                # answers owed: more entries come meanwhile, and all the answers leave with the next read (a
+                # read that brought only answers to this node lingers not: its pages wait for them)
+                await asyncio.sleep(self._linger)
 
     async def _acknowledge_done(self) -> None:
         """At close: the entries done with and not yet acknowledged (else read again on the next start)."""
