@@ -17,14 +17,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import crawl_command  # noqa: E402  (bench/distributed/bench.py: the same crawl command)
+from bench import crawl_command, wait_for_the_crawl  # noqa: E402  (bench/distributed/bench.py: the same crawl command)
 from crawlspace.simweb import SimWeb, SimWebConfig, serve_in_background  # noqa: E402
 from tests.distributed.redis_server import RedisServer  # noqa: E402
 
@@ -93,7 +92,7 @@ def main() -> None:
                 quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
                 processes.append(subprocess.Popen([*spy, *command], **quiet))
                 if node == 0:
-                    time.sleep(0.5)
+                    wait_for_the_crawl(server.url)
             for process in processes:
                 process.wait()
         finally:

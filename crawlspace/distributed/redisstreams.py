@@ -11,6 +11,13 @@ unacknowledged batch again, and a batch still unacknowledged after `resend_after
 it: `appendfsync everysec` may drop the last second of writes) is sent again, with a doubling delay.
 Repeats are harmless: the owner's URL set drops them.
 
+What the transport costs is per Redis round trip and command, not per byte (bench/README.md), so few are
+made: the writer lingers LINGER (5 ms) after a message is queued, and what was queued meanwhile goes in
+one entry per receiver; the reader lingers as long after entries that called for answers or
+acknowledgements, and its next XREADGROUP is one pipeline with what was queued meanwhile and
+the XACK + XDEL of the entries done with, which wait up to ACK_DELAY for a read to ride with. An entry
+is acknowledged late, never before it is done with: killed before, a node reads it again on restart.
+
 A node that starts reads its own pending entries first (read but never acknowledged: it died between
 the two), then new ones, and takes over with XAUTOCLAIM what another consumer of its group left pending.
 
@@ -33,6 +40,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import math
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -61,7 +69,10 @@ RESEND_MAX = 600.0
 CONTROL_INTERVAL = 0.2  # how often a node polls for a new termination round and for the stop
 READ_COUNT = 64  # stream entries per XREADGROUP
 BLOCK_MS = 1000  # a read waits this long for new entries (well under the client's socket timeout)
+ACK_DELAY = 0.1  # seconds an entry done with may wait for its XACK + XDEL to ride along with a read
+ACK_MAX = 512  # entries done with that are acknowledged with the next read, however soon
 WRITE_CHUNK = 256  # messages per pipeline
+LINGER = 0.005  # seconds the writer waits after a message is queued, for more to share its stream entries
 ANSWERS_TTL = 120  # seconds a round's answers stay in Redis
 HANDED_TTL = 30 * 86400  # a resize's barrier outlives its phase: a node may resume long after
 
@@ -79,11 +90,13 @@ class WireCounters:
     """What went over the wire, for stats.json's `transport` section and the benchmark."""
 
     messages_out: int = 0
+    kinds_out: Counter[str] = field(default_factory=Counter)  # messages sent, by type (wire.Message's class)
     entries_out: int = 0  # stream entries (XADDs), each with the messages for one receiver of one write
     bytes_out: int = 0
     messages_in: int = 0
     entries_in: int = 0
     bytes_in: int = 0
+    round_trips: int = 0  # the stream reader's, writer's and control poll's commands and pipelines sent
     latencies: list[float] = field(default_factory=list)  # seconds from transmit to acknowledgement
 
     def report(self) -> dict[str, Any]:
@@ -95,8 +108,9 @@ class WireCounters:
         return {
             "messages_out": self.messages_out, "entries_out": self.entries_out, "bytes_out": self.bytes_out,
             "messages_in": self.messages_in, "entries_in": self.entries_in, "bytes_in": self.bytes_in,
-            "batches_acknowledged": len(ordered), "batch_latency_ms_p50": quantile(0.5),
-            "batch_latency_ms_p99": quantile(0.99),
+            "round_trips": self.round_trips, "batches_acknowledged": len(ordered),
+            "batch_latency_ms_p50": quantile(0.5), "batch_latency_ms_p99": quantile(0.99),
+            "messages_out_by_kind": dict(sorted(self.kinds_out.items())),
         }  # fmt: skip
 
 
@@ -115,6 +129,7 @@ class RedisPeers:
         resend_after: float = RESEND_AFTER,
         where: str = "Redis",
         resize: Resize | None = None,
+        linger: float = LINGER,
     ) -> None:
         """`where`: the server as logs show it (a redacted URL). `resize`: the crawl was resumed with
         another number of nodes; `partitions` is the new one, and every node of the old and the new
@@ -140,6 +155,8 @@ class RedisPeers:
         self._where = where
         self._outgoing: deque[tuple[int, wire.Message, bool]] = deque()  # (peer, message, kept through a lost link)
         self._wake_writer = asyncio.Event()
+        self._chunk_waits = asyncio.Event()  # WRITE_CHUNK messages are queued: the writer lingers no more
+        self._linger = linger
         self._regained = asyncio.Event()
         self._unacked: dict[tuple[int, int], _Unacked] = {}
         self._queries: dict[int, tuple[int, asyncio.Future[Answer | None]]] = {}
@@ -155,6 +172,8 @@ class RedisPeers:
         self.stopped_by: wire.Stop | None = None  # the cluster's stop, once seen
         self._malformed_logged = False
         self._lost_at = 0.0
+        self._done: list[Any] = []  # ids of entries done with, to XACK + XDEL (_read)
+        self._done_since = 0.0  # when the first of them was done
         self._links = 1  # connections so far: the reader reads its pending entries again on a new one
         self._handover_unacked: dict[tuple[int, int], bytes] = {}  # (peer, number) -> the encoded part
         self._handover_queue: dict[tuple[int, int], None] = {}  # parts to write, in order (an ordered set)
@@ -223,6 +242,9 @@ class RedisPeers:
         for task in [*self._tasks, *([self._reconnecting] if self._reconnecting else [])]:
             task.cancel()
         await asyncio.wait(self._tasks, timeout=5.0)
+        with contextlib.suppress(*REDIS_ERRORS, TimeoutError):  # what a read cut short put back, then the XACKs
+            await asyncio.wait_for(self._flush(), timeout=2.0)
+            await asyncio.wait_for(self._acknowledge_done(), timeout=2.0)
         if termination and self.connected and not self.draining:
             await self._say_ended()
         for _, future in self._queries.values():
@@ -291,10 +313,22 @@ class RedisPeers:
     def _queue(self, peer: int, message: wire.Message, *, keep: bool = True) -> None:
         self._outgoing.append((peer, message, keep))
         self._wake_writer.set()
+        if len(self._outgoing) >= WRITE_CHUNK:
+            self._chunk_waits.set()
 
     async def _write(self) -> None:
+        """Each message queued alone used to be a stream entry of its own, that is an XADD, a read and an
+        XACK + XDEL on its receiver: the cost of the transport is per Redis command, not per byte
+        (bench/README.md). So the writer lingers a few milliseconds after the first message (like Kafka's
+        linger.ms), and what was queued meanwhile (the content questions, answers, settlements and
+        acknowledgements of other pages) shares one entry per receiver. A full chunk goes at once."""
         while True:
             await self._wake_writer.wait()
+            if self._linger > 0 and len(self._outgoing) < WRITE_CHUNK:
+                self._chunk_waits.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self._linger):
+                        await self._chunk_waits.wait()
             self._wake_writer.clear()
             if not self.connected:
                 continue
@@ -306,22 +340,30 @@ class RedisPeers:
 
     async def _flush(self) -> None:
         while self._outgoing and self.connected:
-            chunk = [self._outgoing.popleft() for _ in range(min(WRITE_CHUNK, len(self._outgoing)))]
-            by_peer: dict[int, list[wire.Message]] = {}
-            for peer, message, _ in chunk:  # one stream entry per receiver, its messages in order
-                by_peer.setdefault(peer, []).append(message)
             pipe = self._redis.pipeline(transaction=False)
-            for peer, messages in by_peer.items():
-                unit = wire.encode(messages)
-                pipe.xadd(self._keys.stream(peer), {b"m": unit})
-                self.wire.messages_out += len(messages)
-                self.wire.entries_out += 1
-                self.wire.bytes_out += len(unit)
+            chunk = self._take_chunk(pipe)
             try:
+                self.wire.round_trips += 1
                 await pipe.execute()
             except BaseException:
                 self._outgoing.extendleft(reversed(chunk))  # some may have been written: repeats are harmless
                 raise
+
+    def _take_chunk(self, pipe: Any) -> list[tuple[int, wire.Message, bool]]:
+        """Up to WRITE_CHUNK queued messages, taken from the queue and XADDed on `pipe`: one stream entry per
+        receiver, its messages in order. The caller puts them back if the pipeline fails."""
+        chunk = [self._outgoing.popleft() for _ in range(min(WRITE_CHUNK, len(self._outgoing)))]
+        by_peer: dict[int, list[wire.Message]] = {}
+        for peer, message, _ in chunk:
+            by_peer.setdefault(peer, []).append(message)
+        for peer, messages in by_peer.items():
+            unit = wire.encode(messages)
+            pipe.xadd(self._keys.stream(peer), {b"m": unit})
+            self.wire.messages_out += len(messages)
+            self.wire.kinds_out.update(type(message).__name__ for message in messages)
+            self.wire.entries_out += 1
+            self.wire.bytes_out += len(unit)
+        return chunk
 
     # -- URL batches -------------------------------------------------------------------------
 
@@ -500,6 +542,7 @@ class RedisPeers:
                         self._lost()  # the reconnection queues every unacknowledged part again
                         break
                     self.wire.messages_out += 1
+                    self.wire.kinds_out["HandoverPart"] += 1
                     self.wire.entries_out += 1
                     self.wire.bytes_out += len(unit)
                 self._handover_queue.pop(key, None)
@@ -575,6 +618,12 @@ class RedisPeers:
     # -- reading the node's stream ---------------------------------------------------------------
 
     async def _read(self) -> None:
+        """Every read is one round trip that carries what else is owed: the messages queued meanwhile (the
+        answers and acknowledgements the last read's entries called for: they leave at once, not after the
+        writer's linger, and in no round trip of their own), and the XACK + XDEL of the entries done with,
+        at most ACK_DELAY after the first of them was done (the read blocks no longer than that
+        meanwhile), or at once when ACK_MAX wait. An entry is acknowledged late, never early; killed
+        before, a node reads it again on restart (a repeat, which the URL set drops)."""
         pending_from: str | None = "0"  # the node's own pending entries first, then new ones (None)
         link = self._links
         while True:
@@ -582,11 +631,33 @@ class RedisPeers:
                 await self._regained.wait()
             if link != self._links:  # what was read and not acknowledged before the loss: again
                 link, pending_from = self._links, "0"
+            done = self._done
+            wait_ms = BLOCK_MS
+            if done:
+                wait_ms = min(BLOCK_MS, math.ceil((self._done_since + ACK_DELAY - time.monotonic()) * 1000))
+            due = bool(done) and (pending_from is not None or wait_ms <= 0 or len(done) >= ACK_MAX)
+            streams: dict[Any, Any] = {self._stream: pending_from or ">"}
+            block = None if pending_from or due else wait_ms
+            reply: Any
             try:
-                reply = await self._redis.xreadgroup(
-                    GROUP, self._consumer, {self._stream: pending_from or ">"}, count=READ_COUNT,
-                    block=None if pending_from else BLOCK_MS,
-                )  # fmt: skip
+                if due or self._outgoing:
+                    pipe = self._redis.pipeline(transaction=False)
+                    chunk = self._take_chunk(pipe)
+                    if due:
+                        pipe.xack(self._stream, GROUP, *done)
+                        pipe.xdel(self._stream, *done)
+                    pipe.xreadgroup(GROUP, self._consumer, streams, count=READ_COUNT, block=block)
+                    try:
+                        self.wire.round_trips += 1
+                        reply = (await pipe.execute())[-1]
+                    except BaseException:
+                        self._outgoing.extendleft(reversed(chunk))  # repeats are harmless
+                        raise
+                    if due:
+                        done.clear()  # only this task adds to it, after the read
+                else:
+                    self.wire.round_trips += 1
+                    reply = await self._redis.xreadgroup(GROUP, self._consumer, streams, count=READ_COUNT, block=block)
             except redis.exceptions.ResponseError as exc:
                 raise_if_cancelled()
                 if "NOGROUP" not in str(exc):
@@ -597,25 +668,33 @@ class RedisPeers:
                 raise_if_cancelled()
                 self._lost()
                 continue
-            entries: list[tuple[Any, Any]] = reply[0][1] if reply else []  # type: ignore[index,assignment]
+            entries: list[tuple[Any, Any]] = reply[0][1] if reply else []
             if pending_from is not None:
                 if not entries:
                     pending_from = None
                     continue
                 pending_from = _text(entries[-1][0])
             acks: dict[int, list[int]] = {}
-            done = [entry_id for entry_id, fields in entries if self._handle(entry_id, fields, acks)]
+            handled = [entry_id for entry_id, fields in entries if self._handle(entry_id, fields, acks)]
             for sender, numbers in acks.items():  # once journaled (receive_urls returned True)
                 self._queue(sender, wire.Ack(self.index, numbers))
-            if done:
-                pipe = self._redis.pipeline(transaction=False)
-                pipe.xack(self._stream, GROUP, *done)
-                pipe.xdel(self._stream, *done)
-                try:
-                    await pipe.execute()
-                except REDIS_ERRORS:
-                    raise_if_cancelled()
-                    self._lost()
+            if handled and not done:
+                self._done_since = time.monotonic()
+            done += handled
+            if self._outgoing and entries and pending_from is None and self._linger > 0:
+                # answers owed: more entries come meanwhile, and all the answers leave with the next read (a
+                # read that brought only answers to this node lingers not: its pages wait for them)
+                await asyncio.sleep(self._linger)
+
+    async def _acknowledge_done(self) -> None:
+        """At close: the entries done with and not yet acknowledged (else read again on the next start)."""
+        done = list(self._done)
+        if done and self.connected:
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.xack(self._stream, GROUP, *done)
+            pipe.xdel(self._stream, *done)
+            await pipe.execute()
+            self._done.clear()
 
     def _handle(self, entry_id: Any, fields: dict[bytes, bytes] | None, acks: dict[int, list[int]]) -> bool:
         """Act on one entry; True when it is done with (acknowledge and delete it). Batches journaled are
@@ -709,6 +788,7 @@ class RedisPeers:
             if not self.connected:
                 continue
             try:
+                self.wire.round_trips += 1
                 round_value, stop_value = await self._redis.mget(self._keys.round, self._keys.stop)
                 if stop_value is not None and self.stopped_by is None:
                     try:
@@ -724,6 +804,7 @@ class RedisPeers:
                     pipe = self._redis.pipeline(transaction=False)
                     pipe.hset(self._keys.answers(number), str(self.index), wire.encode([reply]))
                     pipe.expire(self._keys.answers(number), ANSWERS_TTL)
+                    self.wire.round_trips += 1
                     await pipe.execute()
                     self._answered_round = number
             except REDIS_ERRORS:

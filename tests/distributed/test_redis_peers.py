@@ -12,12 +12,12 @@ from typing import Any
 
 import redis.asyncio
 
-from crawlspace.distributed import wire
+from crawlspace.distributed import redisstreams, wire
 from crawlspace.distributed.assignment import content_owner
 from crawlspace.distributed.claims import Answer
 from crawlspace.distributed.nearclaims import NearMatch, NearQuestion
 from crawlspace.distributed.redislink import GROUP, Keys
-from crawlspace.distributed.redisstreams import RedisPeers
+from crawlspace.distributed.redisstreams import WRITE_CHUNK, RedisPeers
 from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier.entry import FrontierEntry
 from tests.distributed.redis_server import RedisServer
@@ -70,6 +70,16 @@ async def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
         await asyncio.sleep(0.02)
 
 
+async def emptied(connection: Any, stream: str, timeout: float = 10.0) -> bool:
+    """The stream's entries are deleted (soon after they were done with: ACK_DELAY, with a later read)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while await connection.xlen(stream) != 0:
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
 def with_nodes(
     server: RedisServer,
     count: int,
@@ -100,9 +110,8 @@ def test_a_batch_is_delivered_acknowledged_and_deleted_from_the_stream(redis_ser
         await until(lambda: inboxes[0].acknowledged == [(1, 7), (1, 8)])
         assert inboxes[1].batches == [(["http://a.test/", "http://b.test/"], False), (["http://c.test/"], True)]
         assert (nodes[0].sent, nodes[1].received, nodes[0].unacknowledged) == (2, 2, 0)
-        await asyncio.sleep(0.2)
-        assert await connection.xlen(KEYS.stream(1)) == 0  # acknowledged entries are deleted
-        assert await connection.xlen(KEYS.stream(0)) == 0  # the acknowledgements too, once read
+        assert await emptied(connection, KEYS.stream(1))  # acknowledged entries are deleted
+        assert await emptied(connection, KEYS.stream(0))  # the acknowledgements too, once read
 
     with_nodes(redis_server, 2, body)
 
@@ -162,8 +171,7 @@ def test_garbage_on_a_stream_is_counted_and_skipped(redis_server: RedisServer) -
         await until(lambda: inboxes[0].acknowledged == [(1, 1)])
         assert nodes[1].errors["transport:malformed-message"] == 4
         assert inboxes[1].batches == [(["http://after.test/"], False)]
-        await asyncio.sleep(0.2)
-        assert await connection.xlen(stream) == 0  # skipped entries are acknowledged and deleted too
+        assert await emptied(connection, stream)  # skipped entries are acknowledged and deleted too
 
     with_nodes(redis_server, 2, body)
 
@@ -291,6 +299,76 @@ def test_a_malformed_near_question_is_counted_and_left_unanswered(redis_server: 
         await connection.xadd(KEYS.stream(1), {b"m": wire.encode([odd])})
         await until(lambda: nodes[1].errors["transport:malformed-message"] == 1)
         assert inboxes[1].near_asked == []
-        assert await connection.xlen(KEYS.stream(1)) == 0  # skipped, not left to be read again
+        assert await emptied(connection, KEYS.stream(1))  # skipped, not left to be read again
 
     with_nodes(redis_server, 2, body)
+
+
+def test_questions_queued_within_the_linger_share_one_stream_entry(redis_server: RedisServer) -> None:
+    async def body(nodes: list[RedisPeers], inboxes: list[FakeInbox], connection: Any) -> None:
+        owned = [fp for fp in range(100, 400) if content_owner(fp, 2) == 1][:10]
+        entries_before = nodes[0].wire.entries_out
+        answers = await asyncio.gather(
+            *(nodes[0].claim_first(fp, f"http://page{fp}.test/", 1.0) for fp in owned)
+        )  # fmt: skip
+        assert answers == [(f"http://page{fp}.test/", 1.0) for fp in owned]
+        assert nodes[0].wire.kinds_out["ContentQuestion"] == 10
+        assert nodes[0].wire.entries_out - entries_before == 1  # ten questions, one XADD
+        assert nodes[1].wire.kinds_out["ContentAnswer"] == 10
+        assert nodes[1].wire.entries_out == 1  # and their ten answers, one more
+
+    with_nodes(redis_server, 2, body, linger=0.2)
+
+
+def test_a_full_chunk_does_not_wait_for_the_linger(redis_server: RedisServer) -> None:
+    async def body(nodes: list[RedisPeers], inboxes: list[FakeInbox], connection: Any) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        nodes[0].transmit([batch(1, number, f"http://b{number}.test/") for number in range(1, WRITE_CHUNK + 1)])
+        await until(lambda: nodes[1].received == WRITE_CHUNK)
+        assert loop.time() - started < 5  # not the 30 s linger
+        assert nodes[0].wire.entries_out == 1
+
+    with_nodes(redis_server, 2, body, linger=30.0)
+
+
+def test_an_entry_is_acknowledged_after_it_was_journaled_and_at_the_latest_on_close(
+    redis_server: RedisServer, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(redisstreams, "ACK_DELAY", 30.0)  # only the close acknowledges
+
+    async def run() -> None:
+        connection = redis.asyncio.Redis.from_url(redis_server.url)
+        sender, sender_inbox = RedisPeers(redis.asyncio.Redis.from_url(redis_server.url), KEYS, 0, 2), FakeInbox()
+        await sender.start(sender_inbox)
+        failing = RedisPeers(redis.asyncio.Redis.from_url(redis_server.url), KEYS, 1, 2)
+        await failing.start(FakeInbox(journaled=False))
+        sender.transmit([batch(1, 1, "http://a.test/")])
+        await until(lambda: failing.wire.entries_in == 1)
+        await asyncio.sleep(0.3)
+        assert sender_inbox.acknowledged == []  # receive_urls said False: no Ack, the entry stays pending
+        await failing.close()
+        assert (await connection.xpending(KEYS.stream(1), GROUP))["pending"] == 1
+
+        receiver, inbox = RedisPeers(redis.asyncio.Redis.from_url(redis_server.url), KEYS, 1, 2), FakeInbox()
+        await receiver.start(inbox)
+        await until(lambda: sender_inbox.acknowledged == [(1, 1)])  # journaled: the Ack went at once
+        assert (await connection.xpending(KEYS.stream(1), GROUP))["pending"] == 0  # read again at start: XACKed
+        sender.transmit([batch(1, 2, "http://b.test/")])
+        await until(lambda: sender_inbox.acknowledged == [(1, 1), (1, 2)])
+        assert inbox.batches == [(["http://a.test/"], False), (["http://b.test/"], False)]
+        assert (await connection.xpending(KEYS.stream(1), GROUP))["pending"] == 1  # a new one's XACK waits
+        for task in receiver._tasks:  # killed: what was journaled and not XACKed is read again
+            task.cancel()
+        await asyncio.wait(receiver._tasks)
+
+        restarted, again = RedisPeers(redis.asyncio.Redis.from_url(redis_server.url), KEYS, 1, 2), FakeInbox()
+        await restarted.start(again)
+        await until(lambda: again.batches == [(["http://b.test/"], False)])  # a repeat: the URL set drops it
+        await restarted.close()  # acknowledges what it was done with
+        assert (await connection.xpending(KEYS.stream(1), GROUP))["pending"] == 0
+        assert await connection.xlen(KEYS.stream(1)) == 0
+        await sender.close()
+        await connection.aclose()
+
+    asyncio.run(run())
