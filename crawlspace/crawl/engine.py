@@ -149,6 +149,7 @@ class CrawlEngine:
         state = self._saved_state() if resume and not restart else None
         self.stats = CrawlStats.resumed(state.stats) if state is not None else CrawlStats()
         self._stopping = False
+        self._stopped = asyncio.Event()  # set with _stopping, for the dispatcher waiting for a free slot
         wired = assembly.stages(
             config,
             parts,
@@ -202,6 +203,7 @@ class CrawlEngine:
         """Stop taking new URLs; in-flight fetches finish."""
         if not self._stopping:
             self._stopping = True
+            self._stopped.set()
             self.stats.termination = self.stats.termination or reason
             self._changed.set()
             if self.peers is not None:
@@ -427,9 +429,8 @@ class CrawlEngine:
         slots = asyncio.Semaphore(self.config.concurrency)
         while True:
             self._check_limits()
-            if self._stopping:
+            if self._stopping or not await self._free_slot(slots):
                 break
-            await slots.acquire()
             await self.extensions.room()  # processors keep up, or no new fetch starts
             if self.links.pending and len(self.frontier) < self._low_water:
                 self.links.drain()
@@ -483,6 +484,25 @@ class CrawlEngine:
             task = asyncio.create_task(self._process(fetcher, lease))
             self._tasks.add(task)
             task.add_done_callback(functools.partial(self._task_done, slots=slots))
+
+    async def _free_slot(self, slots: asyncio.Semaphore) -> bool:
+        """A fetch slot, or False when the crawl stops first: with every slot held by a page that does
+        not end (a stalled processor, an answer that never comes), the dispatcher would otherwise never
+        see the stop, and the shutdown grace that cancels such pages would never begin."""
+        if not slots.locked():
+            await slots.acquire()
+            return True
+        acquiring = asyncio.ensure_future(slots.acquire())
+        stopping = asyncio.ensure_future(self._stopped.wait())
+        await asyncio.wait((acquiring, stopping), return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if acquiring.done() and not acquiring.cancelled():
+            if self._stopping:
+                slots.release()
+                return False
+            return True
+        acquiring.cancel()
+        return False
 
     async def _finish_in_flight(self) -> None:
         """Let the fetches in flight end (within the grace period after an interrupt or a full disk)."""

@@ -20,9 +20,13 @@ web = lossy.web
 served = lossy.served
 
 
-async def crawl_until_pages_hang(served_web: RunningServer, out: Path) -> tuple[list[str], CrawlEngine]:
+async def crawl_until_pages_hang(
+    served_web: RunningServer, out: Path, *, concurrency: int = 4, hang: int = 2
+) -> tuple[list[str], CrawlEngine]:
+    """Two partitions crawl; partition 0's pages wait for near-duplicate answers that never come; once
+    `hang` of them wait, both partitions are stopped."""
     config = CrawlConfig(
-        min_delay=lossy.MIN_DELAY, concurrency=4, hosts_file=str(served_web.hosts_file),
+        min_delay=lossy.MIN_DELAY, concurrency=concurrency, hosts_file=str(served_web.hosts_file),
         allow_private_addresses=True, store_near_duplicates=True, shutdown_grace=0.2,
     )  # fmt: skip
     network = MemoryNetwork()
@@ -49,7 +53,7 @@ async def crawl_until_pages_hang(served_web: RunningServer, out: Path) -> tuple[
         engine.add_seeds(served_web.seeds)
     runs = [asyncio.create_task(engine.run()) for engine in engines]
     for _ in range(600):
-        if len(hung) >= 2:
+        if len(hung) >= hang:
             break
         await asyncio.sleep(0.05)
     for engine in engines:
@@ -68,3 +72,20 @@ def test_a_page_abandoned_at_shutdown_is_handed_out_again(served: RunningServer,
     finally:
         frontier.close()
     assert set(hung) <= queued, "an abandoned page must be fetched again, its links followed"
+
+
+def test_a_crawl_whose_every_slot_is_held_by_a_page_that_never_ends_still_stops(
+    served: RunningServer, tmp_path: Path
+) -> None:
+    """Every fetch slot of partition 0 holds a page that waits for ever: the stop must still reach the
+    dispatcher (it waited for a free slot and never saw it), so that the grace period cancels them."""
+
+    async def bounded() -> tuple[list[str], CrawlEngine]:
+        return await asyncio.wait_for(
+            crawl_until_pages_hang(served, tmp_path / "crawl", concurrency=2, hang=2), timeout=60
+        )
+
+    hung, engine = asyncio.run(bounded())
+    assert len(hung) >= 2
+    assert engine.stats.termination == "interrupted"
+    assert engine.stats.errors["abandoned-at-shutdown"] == len(hung)
