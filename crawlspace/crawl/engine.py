@@ -130,12 +130,12 @@ class CrawlEngine:
         self.resolver, self.guard, self.retry = parts.resolver, parts.guard, parts.retry
         self.url_filter = parts.url_filter
         self._changed = asyncio.Event()
+        partitions = peers.partitions if peers else 1
         self.refreshing: Refreshing | None = None
         if config.refresh:  # before the ledger: a page's next refresh is written before its fetch is journaled
             self.refreshing = Refreshing.open(
-                config, self.out_dir, self.frontier, resume=resume, partitions=peers.partitions if peers else 1,
-                wake=self._changed.set,
-            )  # fmt: skip
+                config, self.out_dir, self.frontier, resume=resume, partitions=partitions, wake=self._changed.set
+            )
         self.ledger = Ledger(
             self.out_dir,
             (
@@ -148,8 +148,7 @@ class CrawlEngine:
         restart = resume and unstarted_seeds is not None and self._never_checkpointed()
         state = self._saved_state() if resume and not restart else None
         self.stats = CrawlStats.resumed(state.stats) if state is not None else CrawlStats()
-        self._stopping = False
-        self._stopped = asyncio.Event()  # set with _stopping, for the dispatcher waiting for a free slot
+        self._stopped = asyncio.Event()  # the crawl stops: the dispatcher, waiting for a free slot, hears it
         wired = assembly.stages(
             config,
             parts,
@@ -169,7 +168,6 @@ class CrawlEngine:
         self.resume_state, self.partition = wired.resume_state, wired.partition
         self.resize = resize
         self.draining = resize is not None and peers is not None and resize.draining(peers.index)
-        partitions = peers.partitions if peers else 1
         self.rate_limit = RateLimit(config.max_rate / partitions) if config.max_rate is not None else None
         self._low_water = 2 * config.concurrency  # below this many queued URLs the URL buffer is drained
         sinks = telemetry if telemetry is not None else [display_sink(live_progress)]
@@ -202,12 +200,15 @@ class CrawlEngine:
     def stop(self, reason: str = "stopped") -> None:
         """Stop taking new URLs; in-flight fetches finish."""
         if not self._stopping:
-            self._stopping = True
             self._stopped.set()
             self.stats.termination = self.stats.termination or reason
             self._changed.set()
             if self.peers is not None:
                 self.peers.stop_asking()  # pages in flight are decided here, not after the shutdown grace
+
+    @property
+    def _stopping(self) -> bool:
+        return self._stopped.is_set()
 
     def _on_signal(self) -> None:
         """First SIGINT/SIGTERM: stop gracefully (finish in-flight fetches, checkpoint). Second: exit
@@ -457,13 +458,13 @@ class CrawlEngine:
                         self.peers.idle = not self.router.outbox.waiting
                         if self.draining and self.peers.idle:  # a resize's leaving partition: all handed over
                             self.stats.termination = "drained"
-                            self._stopping = True
+                            self._stopped.set()
                             break
                         await self._idle_wait()
                         lease = self.frontier.acquire()
                         continue
                     self.stats.termination = "frontier-empty"
-                    self._stopping = True
+                    self._stopped.set()
                     break
                 wake = self.frontier.next_contact()
                 timeout = None if wake is None else max(0.0, wake - time.monotonic())
@@ -663,9 +664,11 @@ class CrawlEngine:
         decision = self.retry.decide(result, attempts)
         first = fingerprint = None
         sitemap = self.links.is_sitemap(entry.url)
-        if self.peers is not None and not sitemap and self.recorder.content_checked(result):
-            fingerprint = result.payload_fingerprint()
-            first = await self.peers.claim_first(fingerprint, result.url, result.started)
+        wanted = self.peers is not None or self.refreshing is not None  # else the recorder takes it itself
+        if wanted and not sitemap and self.recorder.content_checked(result):
+            fingerprint = result.payload_fingerprint()  # once, for the claim, the recorder and the refresher
+            if self.peers is not None:
+                first = await self.peers.claim_first(fingerprint, result.url, result.started)
         abandoned = False
         try:
             if sitemap:
