@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -386,14 +387,8 @@ def evaluate(
     from crawlspace.evaluation import EVALUATION_WEB, EvaluationSetup
     from crawlspace.evaluation import evaluate as run_evaluation  # the command's own name is `evaluate`
 
-    names = [name.strip() for name in policies.split(",") if name.strip()]
-    unknown = [name for name in names if name not in POLICY_NAMES]
-    if unknown or not names:
-        fail(f"--policies: unknown {', '.join(unknown) or 'nothing'}; choose from {', '.join(POLICY_NAMES)}")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        fail(f"output directory {out}: {exc.strerror or exc}")
+    names = _policy_list(policies, POLICY_NAMES)
+    _make_output_dir(out)
     setup = EvaluationSetup(
         web=EVALUATION_WEB.replace(hosts=hosts, seed=seed),
         seeds=seed_count,
@@ -411,6 +406,22 @@ def evaluate(
         click.echo(" ".join(f"{row.get(column, ''):>13}" for column in columns))
     click.echo(f"ranking at 20% crawled: {' > '.join(result.ranking(0.2))}")
     click.echo(f"wrote {out / 'pagerank.png'}, {out / 'curves.csv'}, {out / 'table.csv'}, {out / 'summary.json'}")
+
+
+def _policy_list(policies: str, valid: Sequence[str]) -> list[str]:
+    """The comma-separated --policies of an evaluation, each one of `valid` (a usage error otherwise)."""
+    names = [name.strip() for name in policies.split(",") if name.strip()]
+    unknown = [name for name in names if name not in valid]
+    if unknown or not names:
+        fail(f"--policies: unknown {', '.join(unknown) or 'nothing'}; choose from {', '.join(valid)}")
+    return names
+
+
+def _make_output_dir(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"output directory {out}: {exc.strerror or exc}")
 
 
 @main.command("evaluate-refresh")
@@ -431,16 +442,10 @@ def evaluate_refresh(
     from crawlspace.evaluation.refresh import REFRESH_WEB, RefreshSetup
     from crawlspace.evaluation.refresh import evaluate_refresh as run_evaluation
 
-    names = [name.strip() for name in policies.split(",") if name.strip()]
-    unknown = [name for name in names if name not in REFRESH_POLICY_NAMES]
-    if unknown or not names:
-        fail(f"--policies: unknown {', '.join(unknown) or 'nothing'}; choose from {', '.join(REFRESH_POLICY_NAMES)}")
+    names = _policy_list(policies, REFRESH_POLICY_NAMES)
     if warmup >= seconds:
         fail(f"--warmup ({warmup:g} s) must be shorter than --seconds ({seconds:g} s)")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        fail(f"output directory {out}: {exc.strerror or exc}")
+    _make_output_dir(out)
     setup = RefreshSetup(
         web=REFRESH_WEB.replace(hosts=hosts, time_scale=time_scale), seconds=seconds, warmup=warmup, max_rate=max_rate
     )
