@@ -88,9 +88,6 @@ class Refreshing:
                 self._frontier.add_many(FrontierEntry(url, depth) for url, depth in due)
                 self._wake()
 
-    def next_due(self) -> float | None:
-        return self.refresher.next_due()
-
     def checkpoint(self) -> None:
         self.refresher.commit()
 

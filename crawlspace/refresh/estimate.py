@@ -37,9 +37,8 @@ date for every page; such a date makes the observation an undated change.
 
 A history is a bounded window of the latest observations (`ChangeHistory`, `WINDOW`), so an
 estimate follows a page whose rate drifts, and its record has a bounded size. Pages with little
-history borrow the rate of their cluster (the host, or a directory: seed 004's cluster sampling):
-`pooled_rate` treats the sampled pages of a cluster as one process watched for the sum of their
-times, and `blended_rate` weights a page's own estimate by its history against the cluster's.
+history borrow the rate of their cluster (seed 004's cluster sampling; the refresher keeps each host's):
+`Blend` weights a page's own estimate by its history against the cluster's.
 """
 
 from __future__ import annotations
@@ -178,11 +177,6 @@ class ChangeHistory(msgspec.Struct, array_like=True):
         return len(self.observations)
 
 
-def pooled_rate(histories: Iterable[Sequence[Observation]]) -> float:
-    """One rate for a cluster's sampled pages, as if they were one page watched for all their time."""
-    return estimate_rate([observation for history in histories for observation in history])
-
-
 @dataclass(frozen=True, slots=True)
 class Blend:
     """A page's estimate weighted against its cluster's: `own` with weight n / (n + `prior_weight`)
@@ -194,7 +188,3 @@ class Blend:
     def rate(self, own: float, observations: int, cluster: float) -> float:
         weight = observations / (observations + self.prior_weight)
         return weight * own + (1.0 - weight) * cluster
-
-
-def blended_rate(history: Sequence[Observation], cluster: float, blend: Blend = Blend()) -> float:
-    return blend.rate(estimate_rate(history), len(history), cluster)

@@ -277,9 +277,6 @@ class Refresher:
             out.append((item.url, depth))
         return out
 
-    def next_due(self) -> float | None:
-        return self.schedule.next_due()
-
     def commit(self, *, sync: bool = True) -> None:
         self.schedule.commit(sync=sync)
 

@@ -17,10 +17,8 @@ from crawlspace.refresh.estimate import (
     ChangeHistory,
     EstimateError,
     Observation,
-    blended_rate,
     estimate_rate,
     observe,
-    pooled_rate,
     regular_rate,
 )
 
@@ -173,10 +171,12 @@ def test_a_page_with_little_history_borrows_its_clusters_rate() -> None:
     rng = np.random.default_rng(5)
     rate = 1 / HOUR
     cluster = [watched(rate, rng.uniform(0.5 * HOUR, 2 * HOUR, 8), rng) for _ in range(40)]
-    pooled = pooled_rate(cluster)
+    pooled = estimate_rate([observation for history in cluster for observation in history])  # one process
     assert abs(pooled / rate - 1) < 0.2
-    assert blended_rate([], pooled) == pooled  # no history: the cluster's
+    blend = Blend()
+    assert blend.rate(estimate_rate([]), 0, pooled) == pooled  # no history: the cluster's
     short = [Observation(HOUR, True)]
-    assert min(pooled, estimate_rate(short)) <= blended_rate(short, pooled) <= max(pooled, estimate_rate(short))
+    own = estimate_rate(short)
+    assert min(pooled, own) <= blend.rate(own, len(short), pooled) <= max(pooled, own)
     long = watched(rate, np.full(400, HOUR), rng)
-    assert 0.8 * rate < blended_rate(long, 10 * rate, Blend(prior_weight=4.0)) < 1.25 * rate  # its own, nearly
+    assert 0.8 * rate < Blend(prior_weight=4.0).rate(estimate_rate(long), len(long), 10 * rate) < 1.25 * rate
