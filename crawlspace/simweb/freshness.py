@@ -47,7 +47,7 @@ def page_fetches(web: SimWeb, entries: Iterable[LogEntry]) -> dict[int, list[flo
         node = web.node_of(web.origin(host) + unescape_unreserved(entry.path))
         page = None if node is None else web.page_of(node)
         if page is not None and node == page:  # copies are other URLs with their own copy: left out
-            fetched[page].append(float(f"{entry.arrived:.6f}"))
+            fetched[page].append(entry.arrived)  # as logged: the time the server computed the version at
     return {page: sorted(times) for page, times in fetched.items()}
 
 
