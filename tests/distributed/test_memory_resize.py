@@ -34,6 +34,11 @@ def config_for(served_web: RunningServer, max_pages: int | None) -> CrawlConfig:
         progress_interval=0.1,
         max_pages=max_pages,
         checkpoint_interval=0.3,
+        # Hosts placed by name, the same in every run. Per-IP placement follows the server's random
+        # address octet: in a few octets the new partition owns the address of no host left to crawl,
+        # and fetched nothing (a CI failure of the assertion below). Per-IP resizes are tested end to
+        # end in tests/crawl/test_resize_e2e.py.
+        per_ip=False,
     )
 
 
