@@ -103,6 +103,11 @@ def test_kill_nine_at_random_moments_loses_nothing(
     config = write_config(tmp_path, checkpoint_interval=0.7)
     rng = random.Random(9)
     process = first_run(served, out, config, processes)
+    # the kills fall on a crawl: one before config.json is written (a loaded machine can take longer
+    # than the first kill's delay to import and start) leaves nothing to resume, and `--resume` says so
+    deadline = time.monotonic() + 60
+    while not (out / "config.json").exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
     kills = 0
     for _ in range(12):
         time.sleep(rng.uniform(0.8, 1.6))
