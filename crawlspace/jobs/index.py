@@ -77,8 +77,8 @@ def page_rows(reader: CrawlReader, piece: Piece, shards: int) -> pd.DataFrame:
             continue
         urls.append(url)
         # without a fingerprint (crawls before it was kept) the fetch time stands for the version
-        fingerprint = fetch.fingerprint
-        bodies.append(fingerprint if fingerprint is not None else xxhash.xxh3_64_intdigest(repr(fetch.fetched).encode()))
+        known = fetch.fingerprint
+        bodies.append(known if known is not None else xxhash.xxh3_64_intdigest(repr(fetch.fetched).encode()))
     return pd.DataFrame(
         {
             "url": pd.Series(urls, dtype=object),

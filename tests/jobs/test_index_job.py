@@ -130,9 +130,9 @@ def test_cli_search(crawled: Path, built: dict[str, Any], tmp_path: Path) -> Non
     explained = run_cli("search", str(crawled), "water people", "-k", "2", "--explain")
     assert explained.returncode == 0, explained.stderr
     assert explained.stdout.count("PageRank prior:") == 2 and "= idf " in explained.stdout
-    assert "postings scored:" in explained.stderr
+    assert "postings scored:" in explained.stderr and "tiers searched: 1 of 1" in explained.stderr
     missing = run_cli("search", str(tmp_path), "water")
-    assert missing.returncode == 2 and "no manifest.json" in missing.stderr and "--only index" in missing.stderr
+    assert missing.returncode == 2 and "no manifest.json" in missing.stderr and "crawlspace index" in missing.stderr
 
 
 def test_near_duplicates_share_a_group_and_a_search_shows_one_of_them(crawled: Path, built: dict[str, Any]) -> None:
