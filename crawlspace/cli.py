@@ -342,14 +342,23 @@ def table_scan(
 
 @main.command(name="export")
 @click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), required=True, help="Output format.")
-@click.option("--output", "-o", help="Output file ('-': stdout, JSON Lines only). Default: DIRECTORY/export.FORMAT")
-def export_command(directory: Path, fmt: str, output: str | None) -> None:
-    """Export the fetched pages (url, status, fetch time, title, text, outlinks) for DuckDB, pandas, Spark."""
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "parquet", "opensearch"]), required=True, help="Output format."
+)
+@click.option("--output", "-o", help="Output file ('-': stdout, not Parquet). Default: DIRECTORY/export.FORMAT")
+@click.option("--index-name", default="crawlspace", show_default=True, help="OpenSearch: the _index of every page.")
+def export_command(directory: Path, fmt: str, output: str | None, index_name: str) -> None:
+    """Export the fetched pages (url, status, fetch time, title, text, outlinks) for DuckDB, pandas, Spark;
+    or, --format opensearch, the indexed pages as an OpenSearch/Elasticsearch _bulk request (NDJSON)."""
     from crawlspace.store.export import ExportError, export
 
     try:
-        count, where = export(directory, fmt, output)
+        if fmt == "opensearch":
+            from crawlspace.index.opensearch import export_opensearch
+
+            count, where = export_opensearch(directory, output, index_name=index_name)
+        else:
+            count, where = export(directory, fmt, output)
     except ExportError as exc:
         fail(str(exc))
     click.echo(f"{count} pages written to {where}", err=True)

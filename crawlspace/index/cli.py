@@ -8,11 +8,37 @@ and shows each result with a snippet read through the crawl reader.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+if TYPE_CHECKING:
+    from crawlspace.store.reader import CrawlReader
+
 __all__ = ["index_command", "search_command"]
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    click.echo(f"crawlspace: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _crawl_directory(directory: Path) -> Path:
+    if not directory.is_dir():
+        _fail(f"no crawl directory {directory}")
+    return directory
+
+
+def _reader(directory: Path) -> CrawlReader:
+    from crawlspace.store import CrawlTableError
+    from crawlspace.store.reader import CrawlReader
+
+    try:
+        return CrawlReader(directory)
+    except CrawlTableError as exc:
+        _fail(str(exc))
 
 
 @click.command(name="index")
@@ -44,12 +70,11 @@ def index_command(
 ) -> None:
     """Build the search index of the crawl in DIRECTORIES (DIR/jobs/index), or update it: pages new or
     changed since the last run go into new segments, their old copies and pages gone are masked."""
-    from crawlspace.cli import _job_directory, fail
     from crawlspace.jobs import JobError, JobOutputError, run
     from crawlspace.store import CrawlTableError
 
     for directory in directories:
-        _job_directory(directory)
+        _crawl_directory(directory)
     try:
         summaries = run(
             list(directories),
@@ -61,7 +86,7 @@ def index_command(
             progress=lambda line: click.echo(f"crawlspace: {line}", err=True),
         )
     except (JobError, JobOutputError, CrawlTableError, ValueError, OSError) as exc:
-        fail(str(exc))
+        _fail(str(exc))
     click.echo(json.dumps(summaries, indent=2, ensure_ascii=False))
 
 
@@ -78,7 +103,6 @@ def search_command(
 ) -> None:
     """Search the index that `crawlspace index` built (DIR/jobs/index): words (all of them), "a phrase",
     -excluded, site:host, a OR b. Each result shows the passage of its page where the terms are."""
-    from crawlspace.cli import _job_directory, _open_reader, fail
     from crawlspace.index import Index, IndexFormatError, parse_query
     from crawlspace.index.segment import FIELDS
     from crawlspace.index.snippets import Snippet, make_snippet
@@ -86,14 +110,14 @@ def search_command(
 
     parsed = parse_query(query)
     try:
-        with Index(_job_directory(directory) / "jobs" / "index") as index:
+        with Index(_crawl_directory(directory) / "jobs" / "index") as index:
             result = index.search(parsed, top, collapse=not show_all, tiers=not all_tiers)
             idf = {term: index.scorer.idf(index.stats.document_frequency(term)) for term in parsed.terms}
             explained = [index.explain(hit, parsed) for hit in result.hits] if explain else []
     except IndexFormatError as exc:
-        fail(f"{exc} (build it with `crawlspace index {directory}`)")
+        _fail(f"{exc} (build it with `crawlspace index {directory}`)")
     snippets: list[Snippet] = []
-    with _open_reader(directory) as reader:
+    with _reader(directory) as reader:
         for hit in result.hits:
             page = reader.page(hit.url)
             text = (page.text or "") if page is not None else ""
