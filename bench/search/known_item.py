@@ -107,7 +107,8 @@ def judge(
     name: str, crawl_dir: Path, sample: int, prior_weight: float, seed: int, tier_cutoff: float | None
 ) -> dict[str, float]:
     started = time.monotonic()
-    run(crawl_dir, only=["graph", "pagerank", "near", "index"], options={"index": {"shards": 2, "tier_cutoff": tier_cutoff}})
+    options = {"index": {"shards": 2, "tier_cutoff": tier_cutoff}}
+    run(crawl_dir, only=["graph", "pagerank", "near", "index"], options=options)
     print(f"  indexed in {time.monotonic() - started:.1f} s")
     with Index(crawl_dir / "jobs" / "index", params=Bm25fParams(prior_weight=prior_weight)) as index:
         urls = sorted(segment.url(doc) for segment in index.segments for doc in range(segment.docs))
@@ -176,18 +177,19 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=500)
     parser.add_argument("--prior-weight", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--tier-cutoff", type=float, default=None, help="index with tiers (crawlspace index --tier-cutoff)")
+    parser.add_argument("--tier-cutoff", type=float, default=None, help="crawlspace index --tier-cutoff")
     parser.add_argument("--only", choices=["simweb", "python-docs"], default=None)
     args = parser.parse_args()
+    settings = (args.sample, args.prior_weight, args.seed, args.tier_cutoff)
     root = Path(tempfile.mkdtemp(prefix="known-item-"))
     try:
         socket.setdefaulttimeout(30)
         if args.only in (None, "simweb"):
             print(f"simulated web, {args.hosts} hosts:")
-            judge("simweb", crawl_simweb(args.hosts, root / "simweb"), args.sample, args.prior_weight, args.seed, args.tier_cutoff)
+            judge("simweb", crawl_simweb(args.hosts, root / "simweb"), *settings)
         if args.only in (None, "python-docs"):
             print("python3-doc:")
-            judge("python3-doc", crawl_python_docs(root / "docs"), args.sample, args.prior_weight, args.seed, args.tier_cutoff)
+            judge("python3-doc", crawl_python_docs(root / "docs"), *settings)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
