@@ -53,6 +53,8 @@ from crawlspace.store.reader import CrawlReader, StoredPage
 NAME = "index"
 DEFAULT_SHARDS = 4
 SEGMENT_DOCS = 25_000
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", ""})
+"""The media types a page's text is parsed from (what `CrawlReader.parse` parses)."""
 
 PAGE_META = pd.DataFrame(
     {"url": pd.Series(dtype=object), "body": pd.Series(dtype="uint64"), "shard": pd.Series(dtype="int64")}
@@ -106,7 +108,7 @@ def page_text(reader: CrawlReader, page: StoredPage) -> tuple[str, str]:
     parsed = reader.parse(page)
     if parsed is None:
         body = reader.body(page)
-        if body is None:
+        if body is None or not body.revisit or body.content_type not in HTML_TYPES:
             return page.title or "", ""
         parsed = parse_html(body.content, page.url, body.content_type or None)
     return parsed.title or "", parsed.text or ""
@@ -290,7 +292,8 @@ def run(
 
     tasks = [
         dask.delayed(write_segments)(
-            rows, ctx.pieces[0].dirs, str(pending.path), int(shard), int(tier), generation, segment_docs
+            rows, ctx.pieces[0].dirs, str(pending.path), int(shard), int(tier), generation, segment_docs,
+            dask_key_name=f"index-write-{pending.path.name}-{shard}-{tier}",  # not a hash of the rows
         )
         for (shard, tier), rows in to_write.groupby(["shard", "tier"], sort=True)
     ] if ctx.pieces else []  # fmt: skip
