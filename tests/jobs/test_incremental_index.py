@@ -135,3 +135,8 @@ def test_the_index_command_updates_and_rebuilds(tmp_path: Path) -> None:
     assert again["mode"] == "incremental" and again["written"] == 0 and again["kept"] == built["documents"]
     assert other["mode"] == "the previous index has 2 shards, not 3" and other["written"] == built["documents"]
     assert forced["mode"] == "rebuild asked for" and forced["generation"] == 0
+    segment = sorted((directory / "jobs" / "index").resolve().rglob("*.seg"))[0]
+    segment.write_bytes(segment.read_bytes()[:-10])  # a damaged previous index: rebuilt, nothing lost
+    repaired = index("--shards", "3")
+    assert repaired["mode"].startswith("previous index unreadable (") and "truncated" in repaired["mode"]
+    assert repaired["documents"] == repaired["written"] == built["documents"]
