@@ -104,3 +104,21 @@ def test_document_values_of_another_segment_are_refused(tmp_path: Path) -> None:
     with Index(tmp_path) as index, pytest.raises(DocValuesFormatError, match="values"):
         DocValues.read(tmp_path / "values", index.segments[0])
     assert isinstance(CollectionStats.read(tmp_path / manifest.stats), CollectionStats)
+
+
+def test_a_group_shown_from_tier_1_is_not_shown_again_from_tier_2(tmp_path: Path) -> None:
+    from crawlspace.index.segment import IndexDocument
+
+    documents = [
+        IndexDocument("http://a.test/", "zebra zebra", "zebra crossing", prior=0.9, group="g"),
+        IndexDocument("http://b.test/", "zebra", "zebra crossing", prior=0.1, group="g"),  # tier 2, a's copy
+        IndexDocument("http://c.test/", "", "zebra", prior=0.1),
+        IndexDocument("http://d.test/", "", "horse", prior=0.95),
+    ]
+    build_index(documents, tmp_path, shards=2, tier_prior=0.5)
+    with Index(tmp_path) as index:
+        result = index.search("zebra", 2, collapse=True)
+        assert [(hit.url, hit.similar) for hit in result.hits] == [("http://a.test/", 1), ("http://c.test/", 0)]
+        assert result.tiers_searched == 2
+        only = index.search("zebra", 1, collapse=True)
+        assert [(hit.url, hit.similar) for hit in only.hits] == [("http://a.test/", 0)] and only.tiers_searched == 1
