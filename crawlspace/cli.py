@@ -342,14 +342,23 @@ def table_scan(
 
 @main.command(name="export")
 @click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), required=True, help="Output format.")
-@click.option("--output", "-o", help="Output file ('-': stdout, JSON Lines only). Default: DIRECTORY/export.FORMAT")
-def export_command(directory: Path, fmt: str, output: str | None) -> None:
-    """Export the fetched pages (url, status, fetch time, title, text, outlinks) for DuckDB, pandas, Spark."""
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "parquet", "opensearch"]), required=True, help="Output format."
+)
+@click.option("--output", "-o", help="Output file ('-': stdout, not Parquet). Default: DIRECTORY/export.FORMAT")
+@click.option("--index-name", default="crawlspace", show_default=True, help="OpenSearch: the _index of every page.")
+def export_command(directory: Path, fmt: str, output: str | None, index_name: str) -> None:
+    """Export the fetched pages (url, status, fetch time, title, text, outlinks) for DuckDB, pandas, Spark;
+    or, --format opensearch, the indexed pages as an OpenSearch/Elasticsearch _bulk request (NDJSON)."""
     from crawlspace.store.export import ExportError, export
 
     try:
-        count, where = export(directory, fmt, output)
+        if fmt == "opensearch":
+            from crawlspace.index.opensearch import export_opensearch
+
+            count, where = export_opensearch(directory, output, index_name=index_name)
+        else:
+            count, where = export(directory, fmt, output)
     except ExportError as exc:
         fail(str(exc))
     click.echo(f"{count} pages written to {where}", err=True)
@@ -573,77 +582,6 @@ def rank_command(directory: Path, top: int, as_json: bool) -> None:
         click.echo(f"{row['pagerank']:>10.6f} {row['indegree']:>6}  {printable(row['url'])}")
 
 
-@main.command(name="search")
-@click.argument("directory", type=click.Path(path_type=Path))
-@click.argument("query")
-@click.option("-k", "top", type=click.IntRange(1, 10_000), default=10, show_default=True, help="Results to show.")
-@click.option("--json", "as_json", is_flag=True, help="Print a list of {url, score, title, snippet} in rank order.")
-@click.option("--explain", is_flag=True, help="Break each score into its terms' BM25F parts per field and the prior.")
-@click.option("--all", "show_all", is_flag=True, help="Show near-duplicates too (default: the best of each cluster).")
-def search_command(directory: Path, query: str, top: int, as_json: bool, explain: bool, show_all: bool) -> None:
-    """Search the index that `crawlspace jobs` built (DIR/jobs/index): words (all of them), "a phrase",
-    -excluded, site:host, a OR b. Each result shows the passage of its page where the terms are."""
-    from crawlspace.index import Index, IndexFormatError, parse_query
-    from crawlspace.index.segment import FIELDS
-    from crawlspace.index.snippets import Snippet, make_snippet
-    from crawlspace.jobs.lookup import printable
-
-    parsed = parse_query(query)
-    try:
-        with Index(_job_directory(directory) / "jobs" / "index") as index:
-            result = index.search(parsed, top, collapse=not show_all)
-            idf = {term: index.scorer.idf(index.stats.document_frequency(term)) for term in parsed.terms}
-            explained = [index.explain(hit, parsed) for hit in result.hits] if explain else []
-    except IndexFormatError as exc:
-        fail(f"{exc} (build it with `crawlspace jobs {directory} --only index`)")
-    snippets: list[Snippet] = []
-    with _open_reader(directory) as reader:
-        for hit in result.hits:
-            page = reader.page(hit.url)
-            text = (page.text or "") if page is not None else ""
-            if page is not None and not text:
-                reparsed = reader.parse(page)
-                text = reparsed.text if reparsed is not None else ""
-            snippets.append(make_snippet(text, parsed.terms, weights=idf))
-    if as_json:
-        rows = [
-            {"url": hit.url, "score": hit.score, "title": hit.title, "snippet": snippet.text, "similar": hit.similar}
-            for hit, snippet in zip(result.hits, snippets, strict=True)
-        ]
-        click.echo(json.dumps(rows, ensure_ascii=False))
-        return
-    for rank, (hit, snippet) in enumerate(zip(result.hits, snippets, strict=True), 1):
-        similar = f"  ({hit.similar} similar page{'s' if hit.similar > 1 else ''})" if hit.similar else ""
-        click.echo(f"{rank:>3} {hit.score:8.4f}  {printable(hit.url)}{similar}")
-        if hit.title:
-            click.echo(f"{'':>14}{printable(hit.title)}")
-        if snippet.text:
-            parts, at = [], 0
-            for start, end in snippet.highlights:  # each piece escaped, then the terms set in bold
-                parts += [printable(snippet.text[at:start]), click.style(printable(snippet.text[start:end]), bold=True)]
-                at = end
-            parts.append(printable(snippet.text[at:]))
-            click.echo(f"{'':>14}{''.join(parts)}")
-        if explain:
-            for part in explained[rank - 1].terms:
-                by_field = ", ".join(
-                    f"{name} {share:.4f} (tf {tf})"
-                    for name, share, tf in zip(FIELDS, part.fields, part.freqs, strict=True)
-                )
-                formula = f"idf {part.idf:.3f} x saturated tfn {part.tfn:.3f}"
-                click.echo(f"{'':>14}{printable(part.term)}: {part.score:.4f} = {formula}; {by_field}")
-            click.echo(f"{'':>14}PageRank prior: {explained[rank - 1].prior:.4f}")
-    if explain:
-        counters = result.counters
-        click.echo(
-            f"postings scored: {counters.postings_scored} of {counters.postings_total};"
-            f" windows skipped: {counters.windows_skipped} of {counters.windows}",
-            err=True,
-        )
-    if not result.hits:
-        click.echo("no results", err=True)
-
-
 @main.command("config-reference")
 def config_reference() -> None:
     """Print the configuration reference (Markdown), generated from CrawlConfig."""
@@ -652,10 +590,13 @@ def config_reference() -> None:
 
 def _register_subcommands() -> None:
     from crawlspace.demo import demo
+    from crawlspace.index.cli import index_command, search_command
     from crawlspace.simweb.cli import simweb
 
     main.add_command(simweb)
     main.add_command(demo)
+    main.add_command(index_command)
+    main.add_command(search_command)
 
 
 _register_subcommands()

@@ -1,7 +1,9 @@
 """The search index over a crawl (issue 19): document-partitioned shards, global statistics, BM25F.
 
-Who writes it: the build (today `layout.build_index` in one process; the Dask job of `crawlspace
-index` will run the same steps per partition). Pages come from `CrawlReader` as `IndexDocument`s
+Who writes it: the index job (`crawlspace index`, crawlspace.jobs.index: a map-reduce on Dask that on
+a crawl that went on writes only new and changed pages, as new segments, and masks the old copies in
+each segment's document values, `docvalues`) or `layout.build_index` in one process (tests,
+benchmarks). Pages come from `CrawlReader` as `IndexDocument`s
 (URL, title, text, the anchor text of the links to the page, a PageRank prior); `segment.analyze`
 cuts each field into terms with `tokens.tokenize` (the map side), a `SegmentWriter` per shard turns
 a shard's documents into a segment file (the reduce side: postings sorted by doc id, compressed in
@@ -10,14 +12,16 @@ statistics written beside the shards. A page's shard is a hash of its URL (`layo
 
 Who reads it: `layout.Index` maps every segment, scores with `scoring.BM25F` over the global
 statistics (plus a PageRank prior when its weight is set), and runs a query (`query.parse_query`)
-on all segments in threads, each with block-max MaxScore (`search.SegmentSearcher`, its block
+tier by tier (tier 2, the pages below the PageRank cutoff, only when tier 1 gives fewer than k) on
+the tier's segments in threads, each with block-max MaxScore (`search.SegmentSearcher`, its block
 bounds from `bounds`), then merges their top k; `Index.explain` breaks a result's score into its
 parts, `snippets.make_snippet` finds the passage to show. `crawlspace search` is the command line.
 
 Invariants:
 - the same tokenizer at index and query time; a file made with another tokenizer version is refused;
-- a document lives in exactly one segment, so the segments' document frequencies add up to the
-  collection's, and S shards rank exactly as one index (same documents, same scores, ties by URL);
+- a live (unmasked) document lives in exactly one segment, so the segments' live document frequencies
+  add up to the collection's, and S shards, or an index updated over generations, rank exactly as one
+  index built at once (same documents, same scores, ties by URL);
 - a segment, the statistics and the manifest are each written aside, fsynced and renamed; an index
   directory without a manifest is incomplete; a file that fails its checks (size, structure,
   checksums) raises `container.IndexFormatError` naming the file;

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from crawlspace.index.bounds import block_bounds
+from crawlspace.index.docvalues import DocValues
 from crawlspace.index.query import Query, parse_query
 from crawlspace.index.scoring import BM25F
 from crawlspace.index.segment import BLOCK_POSTINGS, Frequencies, Segment
@@ -112,6 +113,9 @@ class SearchCounters:
 class SearchResult:
     hits: list[Hit]
     counters: SearchCounters = field(default_factory=SearchCounters)
+    tiers_searched: int = 1
+    """How many tiers the search looked in (the next only when the previous gave fewer than k)."""
+    tiers: int = 1
 
 
 def _ranked(hits: list[Hit], k: int) -> list[Hit]:
@@ -204,14 +208,27 @@ class _WindowPostings:
 
 class SegmentSearcher:
     """One segment searched with one collection's scoring (its block bounds read or computed on
-    creation, `bounds`; `cache=False` neither reads nor writes the file beside the segment)."""
+    creation, `bounds`; `cache=False` neither reads nor writes the file beside the segment).
+    `values`: the index generation's word on the segment's documents (masked ones are never
+    returned; prior and group as they are now); default: the segment as written."""
 
-    def __init__(self, segment: Segment, scorer: BM25F, *, window: int = WINDOW_DOCS, cache: bool = True) -> None:
+    def __init__(
+        self,
+        segment: Segment,
+        scorer: BM25F,
+        *,
+        window: int = WINDOW_DOCS,
+        cache: bool = True,
+        values: DocValues | None = None,
+    ) -> None:
         self.segment = segment
         self.scorer = scorer
         self.window = window
+        values = values if values is not None else DocValues.of(segment)
         self.block_max = block_bounds(segment, scorer, cache=cache)
-        self.prior_scores = scorer.prior_scores(segment.prior)
+        self.prior_scores = scorer.prior_scores(values.prior)
+        self.groups = values.group
+        self.live: npt.NDArray[np.bool_] | None = ~values.deleted if values.deleted.any() else None
         self.hosts = segment.hosts()
 
     def _cursor(self, term: str) -> _Cursor | None:
@@ -267,9 +284,10 @@ class SegmentSearcher:
 
     def _allowed(self, query: Query, counters: SearchCounters) -> npt.NDArray[np.bool_] | None:
         """Documents the query's sites and excluded terms allow (None: all)."""
-        allowed: npt.NDArray[np.bool_] | None = None
+        allowed: npt.NDArray[np.bool_] | None = None if self.live is None else self.live.copy()
         if query.sites:
-            allowed = np.isin(self.segment.doc_host, self._site_hosts(query.sites))
+            on_site = np.isin(self.segment.doc_host, self._site_hosts(query.sites))
+            allowed = on_site if allowed is None else allowed & on_site
         if query.excluded_sites:
             banned = np.isin(self.segment.doc_host, self._site_hosts(query.excluded_sites))
             allowed = ~banned if allowed is None else allowed & ~banned
@@ -434,7 +452,7 @@ class SegmentSearcher:
                 keep = pool_scores >= theta
                 pool_scores, pool_docs = pool_scores[keep], pool_docs[keep]
         hits = [
-            Hit(segment.url(doc), score, segment.title(doc), 0, doc, int(segment.doc_group[doc]))
+            Hit(segment.url(doc), score, segment.title(doc), 0, doc, int(self.groups[doc]))
             for doc, score in zip(pool_docs.tolist(), pool_scores.tolist(), strict=True)
         ]
         return SearchResult(_ranked(hits, k), counters)

@@ -36,6 +36,21 @@ _SECTIONS: Final[SectionSpec] = {
 
 
 _RECENT_TERMS: Final = 65_536
+_CHUNK_BLOCKS: Final = 8192
+
+
+def live_document_frequencies(segment: Segment, deleted: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+    """Each term's document frequency in `segment` without the `deleted` documents: a pass over the
+    segment's postings (the segment's own counts include them), a chunk of blocks at a time."""
+    first_blocks = segment.term_first_block.astype(np.int64)
+    blocks_per_term = first_blocks[1:] - first_blocks[:-1]
+    term_of_block = np.repeat(np.arange(segment.term_count, dtype=np.int64), blocks_per_term)
+    df = np.zeros(segment.term_count, dtype=np.int64)
+    for low in range(0, segment.block_count, _CHUNK_BLOCKS):
+        high = min(low + _CHUNK_BLOCKS, segment.block_count)
+        docs, _, block_of = segment.all_postings(low, high)
+        df += np.bincount(term_of_block[block_of[~deleted[docs]]], minlength=segment.term_count)
+    return df
 
 
 class StatsFormatError(IndexFormatError):
@@ -85,17 +100,30 @@ class CollectionStats:
         return cls(doc_count, field_totals, TermDictionary(data, offsets, len(ordered)), frequencies)
 
     @classmethod
-    def from_segments(cls, segments: Iterable[Segment]) -> CollectionStats:
-        """The statistics of the collection the segments hold (each document in exactly one of them)."""
+    def from_segments(
+        cls, segments: Iterable[Segment], deleted: Iterable[npt.NDArray[np.bool_] | None] | None = None
+    ) -> CollectionStats:
+        """The statistics of the collection the segments hold (each live document in exactly one of
+        them); `deleted`: per segment, the documents masked in it (None: none), left out of every count."""
         df: dict[str, int] = {}
         docs = 0
         totals = np.zeros(len(FIELDS), dtype=np.int64)
+        masks = iter(deleted) if deleted is not None else None
         for segment in segments:
-            docs += segment.docs
-            totals += segment.field_lengths.sum(axis=0, dtype=np.int64)
+            mask = next(masks) if masks is not None else None
+            if mask is not None and mask.any():
+                live = ~mask
+                docs += int(live.sum())
+                totals += segment.field_lengths[live].sum(axis=0, dtype=np.int64)
+                term_df = live_document_frequencies(segment, mask)
+            else:
+                docs += segment.docs
+                totals += segment.field_lengths.sum(axis=0, dtype=np.int64)
+                term_df = segment.term_df
             get = df.get
-            for term, count in zip(segment.terms, segment.term_df.tolist(), strict=True):
-                df[term] = get(term, 0) + count
+            for term, count in zip(segment.terms, term_df.tolist(), strict=True):
+                if count:
+                    df[term] = get(term, 0) + count
         return cls.from_counts(docs, totals.tolist(), df)
 
     def write(self, path: str | Path) -> Path:

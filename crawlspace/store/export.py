@@ -86,13 +86,13 @@ def export(
     if fmt == "jsonl":
         if target == "-":
             return _write_jsonl(records, sys.stdout.buffer), "stdout"
-        return _atomically(target, lambda handle: _write_jsonl(records, handle)), target
+        return write_atomically(target, lambda handle: _write_jsonl(records, handle)), target
     if target == "-":
         raise ExportError("Parquet cannot be written to stdout; give --output FILE")
-    return _atomically(target, lambda handle: _write_parquet(records, handle, batch_rows)), target
+    return write_atomically(target, lambda handle: _write_parquet(records, handle, batch_rows)), target
 
 
-def _atomically(target: str, write: Any) -> int:
+def write_atomically(target: str, write: Any) -> int:
     path = Path(target)
     temporary = path.with_name(path.name + ".partial")
     try:

@@ -130,9 +130,9 @@ def test_cli_search(crawled: Path, built: dict[str, Any], tmp_path: Path) -> Non
     explained = run_cli("search", str(crawled), "water people", "-k", "2", "--explain")
     assert explained.returncode == 0, explained.stderr
     assert explained.stdout.count("PageRank prior:") == 2 and "= idf " in explained.stdout
-    assert "postings scored:" in explained.stderr
+    assert "postings scored:" in explained.stderr and "tiers searched: 1 of 1" in explained.stderr
     missing = run_cli("search", str(tmp_path), "water")
-    assert missing.returncode == 2 and "no manifest.json" in missing.stderr and "--only index" in missing.stderr
+    assert missing.returncode == 2 and "no manifest.json" in missing.stderr and "crawlspace index" in missing.stderr
 
 
 def test_near_duplicates_share_a_group_and_a_search_shows_one_of_them(crawled: Path, built: dict[str, Any]) -> None:
@@ -153,3 +153,43 @@ def test_near_duplicates_share_a_group_and_a_search_shows_one_of_them(crawled: P
         assert len(set(alone)) == len(alone)
         hits = index.search("the OR of", 20, collapse=True).hits
         assert len({hit.group for hit in hits}) == len(hits) == 20
+
+
+def test_the_opensearch_export_is_a_bulk_request_of_the_indexed_pages(
+    crawled: Path, built: dict[str, Any], tmp_path: Path
+) -> None:
+    from crawlspace.index.opensearch import document_id
+
+    target = tmp_path / "bulk.ndjson"
+    done = run_cli("export", str(crawled), "--format", "opensearch", "-o", str(target), "--index-name", "crawl-1")
+    assert done.returncode == 0, done.stderr
+    raw = target.read_bytes()
+    assert raw.endswith(b"\n")  # the _bulk API wants the last line ended too
+    lines = raw.split(b"\n")[:-1]
+    assert len(lines) % 2 == 0
+    pages = own_pages(crawled)
+    assert len(lines) // 2 == len(pages) == built["index"]["documents"]
+    anchors = read_table(crawled, "graph", "anchors")
+    texts = {target: list(t) for target, t in zip(anchors["target"], anchors["texts"], strict=True)}
+    ranks = read_table(crawled, "pagerank", "ranks", columns=["url", "pagerank"])
+    rank_of = dict(zip(ranks["url"], ranks["pagerank"], strict=True))
+    ids = set()
+    for action_line, document_line in zip(lines[::2], lines[1::2], strict=True):
+        action, document = json.loads(action_line), json.loads(document_line)
+        assert list(action) == ["index"] and set(action["index"]) == {"_index", "_id"}
+        assert action["index"]["_index"] == "crawl-1" and action["index"]["_id"] == document_id(document["url"])
+        ids.add(action["index"]["_id"])
+        page = pages[document["url"]]
+        assert document["title"] == (page.title or "") and document["text"] == (page.text or "")
+        assert document["anchors"] == texts.get(document["url"], [])
+        assert document["pagerank"] == pytest.approx(rank_of[document["url"]], rel=1e-12)
+        assert document["fetch_time"].endswith("Z") and set(document) == {
+            "url", "title", "text", "anchors", "pagerank", "fetch_time", "content_type"
+        }  # fmt: skip
+    assert len(ids) == len(pages)
+    again = tmp_path / "again.ndjson"
+    repeated = run_cli("export", str(crawled), "--format", "opensearch", "-o", str(again), "--index-name", "crawl-1")
+    assert repeated.returncode == 0
+    assert again.read_bytes() == raw  # the same crawl, the same ids and lines
+    bad = run_cli("export", str(crawled), "--format", "opensearch", "--index-name", "Bad Name")
+    assert bad.returncode == 2 and "index name 'Bad Name'" in bad.stderr

@@ -1,0 +1,111 @@
+"""crawlspace's index against tantivy on the same pages and the same tokens, same machine, same run.
+
+Pages are generated simweb text (bench/search/corpus.py, text field only: tantivy's BM25 is per field);
+both sides index crawlspace's tokens (tantivy through its whitespace tokenizer), crawlspace in one
+process with `build_index` (1 shard), tantivy with one indexing thread (`--threads`). Then 1-, 2- and
+4-term queries (terms of a random page), all terms required and any term, top 10 on each side:
+latency p50/p95/p99 and the ratio to tantivy, and whether the top 10 agree. tantivy multiplies BM25
+by (k1 + 1) = 2.2 and keeps each document's length as a one-byte code (exact below 40 terms,
+approximate above), so its scores are 2.2 x crawlspace's up to that rounding, and documents whose
+scores are that close may swap places: the comparison says how many top-10 lists are identical,
+identical as sets, and how far the scores' ratio strays from 2.2. tantivy is installed on first use
+into bench/.venv-search, never a dependency of crawlspace.
+
+    .venv/bin/python bench/search/compare_tantivy.py [--pages 100000] [--queries 200] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_index import draw_queries, percentiles
+from corpus import pages
+
+from crawlspace.index.layout import Index, build_index
+from crawlspace.index.segment import IndexDocument
+from crawlspace.index.tokens import tokenize
+
+HERE = Path(__file__).resolve().parent
+VENV = HERE.parent / ".venv-search"
+
+
+def tantivy_python() -> Path:
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    probe = subprocess.run([str(python), "-c", "import tantivy"], capture_output=True)
+    if probe.returncode:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "tantivy"], check=True)
+    return python
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pages", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=1, help="tantivy's indexing threads")
+    args = parser.parse_args()
+    documents = [IndexDocument(d.url, text=d.text) for d in pages(args.pages, seed=3)]
+    queries = {
+        f"{terms}-term": [list(dict.fromkeys(q)) for q in draw_queries(documents, args.queries, terms, seed=terms)]
+        for terms in (1, 2, 4)
+    }
+    row_of = {d.url: i for i, d in enumerate(documents)}
+    with tempfile.TemporaryDirectory() as temporary:
+        work = Path(temporary)
+        with open(work / "input.pkl", "wb") as file:
+            pickle.dump(([" ".join(tokenize(d.text)) for d in documents], queries), file)
+        subprocess.run(
+            [str(tantivy_python()), str(HERE / "tantivy_run.py"), str(work / "input.pkl"), str(work / "out.pkl"),
+             str(args.threads)],
+            check=True,
+        )  # fmt: skip
+        with open(work / "out.pkl", "rb") as file:
+            theirs = pickle.load(file)
+        started = time.perf_counter()
+        build_index(documents, work / "index")
+        built = time.perf_counter() - started
+        size = sum(p.stat().st_size for p in (work / "index").rglob("*") if p.is_file())
+        print(
+            f"{args.pages} pages: build crawlspace {built:.1f} s ({args.pages / built * 60:,.0f} pages/min), tantivy"
+            f" {theirs['built']:.1f} s ({args.threads} thread): ratio {built / theirs['built']:.1f};"
+            f" size crawlspace {size / 1e6:.1f} MB, tantivy {theirs['bytes'] / 1e6:.1f} MB:"
+            f" ratio {size / theirs['bytes']:.2f}"
+        )
+        with Index(work / "index") as index:
+            for key, tops in theirs["results"].items():
+                name, mode = key.split("/")
+                if name == "1-term" and mode == "or":
+                    continue
+                joiner = " " if mode == "and" else " OR "
+                latencies, identical, same_set, ratios = [], 0, 0, []
+                for terms, top in zip(queries[name], tops, strict=True):
+                    started = time.perf_counter()
+                    hits = index.search(joiner.join(terms), 10).hits
+                    latencies.append(time.perf_counter() - started)
+                    ours = [(row_of[h.url], h.score) for h in hits]
+                    identical += [d for d, _ in ours] == [d for d, _ in top]
+                    same_set += {d for d, _ in ours} == {d for d, _ in top}
+                    score_of = dict(ours)
+                    ratios += [s / score_of[d] / 2.2 for d, s in top if d in score_of and score_of[d] > 0]
+                mine, other = np.array(latencies), np.array(theirs["latencies"][key])
+                spread = np.abs(np.array(ratios) - 1.0).max(initial=0.0)
+                print(
+                    f"  {name} {mode:>3}: crawlspace {percentiles(list(mine))}; tantivy {percentiles(list(other))};"
+                    f" p95 ratio {np.percentile(mine, 95) / np.percentile(other, 95):.1f}"
+                    f"\n      top 10 identical {identical}/{len(tops)}, same set {same_set}/{len(tops)};"
+                    f" tantivy / (2.2 x crawlspace) within {spread:.2e} of 1"
+                )
+
+
+if __name__ == "__main__":
+    main()
