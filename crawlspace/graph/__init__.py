@@ -7,12 +7,17 @@ copied part is told by copy blocks, then intervals of consecutive ids and residu
 and unary codes in one big-endian bit stream (`bitstream`). The successors and the predecessors (the
 transpose) are two such graphs over the same ids.
 
-Who writes: `write_link_graph(DIR, graph)` the graph and its transpose, each by `write_bvgraph` (`encode`)
-from a `CsrGraph`, choosing for each list the reference that costs fewest bits as WebGraph does; on cnr-2000
-with WebGraph's parameters its stream is WebGraph's own, bit for bit. Who reads: `open(DIR)` (`connectivity`),
-a `LinkGraph` of successors and predecessors over two `BVGraph.load`s (`decode`): random access to any
-node's list (its first bit from the offsets, its reference chain decoded bottom-up) and `to_csr`, one
-sequential pass over all of them.
+Ids (`urlmap`). A URL's id is the rank of its crawl-table row key (host reversed), IIR 20.4's lexicographic
+numbering, so a host's pages are neighbours; the sorted keys are front-coded in blocks of 16 with a sparse
+index, memory-mapped, and give `id_of` and `url_of` in a few microseconds.
+
+Who writes: `write_link_graph(DIR, urls, sources, targets)` the URL map, the graph and its transpose, each
+graph by `write_bvgraph` (`encode`) from a `CsrGraph`, choosing for each list the reference that costs fewest
+bits as WebGraph does; on cnr-2000 with WebGraph's parameters its stream is WebGraph's own, bit for bit; for a
+crawl, the `connectivity` batch job (`crawlspace graph build DIR`) calls it on the link-graph job's output.
+Who reads: `open(DIR)` (`connectivity`), a `LinkGraph` of successors and predecessors over two `BVGraph.load`s
+(`decode`) and a `UrlMap`: random access to any node's list (its first bit from the offsets, its reference
+chain decoded bottom-up) and `to_csr`, one sequential pass over all of them.
 
 Invariants. Ids are 0..nodes-1 (int32, as BVGraph's); every list is strictly increasing; a reference chain
 is at most `maxrefcount` long (which bounds a random access); the offsets are the first bit of each list and
@@ -28,6 +33,7 @@ from crawlspace.graph.connectivity import LinkGraph, open, write_link_graph
 from crawlspace.graph.csr import CsrGraph
 from crawlspace.graph.errors import GraphFormatError
 from crawlspace.graph.properties import Compression
+from crawlspace.graph.urlmap import UnknownURL, UrlMap, write_url_map
 
 __all__ = [
     "BVGraph",
@@ -35,8 +41,11 @@ __all__ = [
     "CsrGraph",
     "GraphFormatError",
     "LinkGraph",
+    "UnknownURL",
+    "UrlMap",
     "open",
     "write_bvgraph",
     "write_link_graph",
     "write_offsets",
+    "write_url_map",
 ]
