@@ -26,15 +26,38 @@ properties raises `GraphFormatError` with the file and the bit (or byte) where i
 decodes the whole graph once by default so that no later query meets a damaged list. The properties we
 write also carry an xxh3 checksum of each file (WebGraph ignores keys it does not know), since a flipped bit
 inside a gap can leave a well-formed, wrong list.
+
+The names below load their modules when first used: importing `crawlspace.graph.cli` (which every `crawlspace`
+command does) must not import numba.
 """
 
-from crawlspace.graph.bvformat import BVGraph, write_bvgraph, write_offsets
-from crawlspace.graph.connectivity import LinkGraph, open, write_link_graph
-from crawlspace.graph.csr import CsrGraph
-from crawlspace.graph.errors import GraphFormatError
-from crawlspace.graph.properties import Compression
-from crawlspace.graph.urlmap import UnknownURL, UrlMap, write_url_map
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from crawlspace.graph.bvformat import BVGraph, write_bvgraph, write_offsets
+    from crawlspace.graph.connectivity import LinkGraph, open, write_link_graph
+    from crawlspace.graph.csr import CsrGraph
+    from crawlspace.graph.errors import GraphFormatError
+    from crawlspace.graph.properties import Compression
+    from crawlspace.graph.urlmap import UnknownURL, UrlMap, write_url_map
+
+_MODULE_OF = {
+    "BVGraph": "bvformat",
+    "write_bvgraph": "bvformat",
+    "write_offsets": "bvformat",
+    "LinkGraph": "connectivity",
+    "open": "connectivity",
+    "write_link_graph": "connectivity",
+    "CsrGraph": "csr",
+    "GraphFormatError": "errors",
+    "Compression": "properties",
+    "UnknownURL": "urlmap",
+    "UrlMap": "urlmap",
+    "write_url_map": "urlmap",
+}
 __all__ = [
     "BVGraph",
     "Compression",
@@ -49,3 +72,12 @@ __all__ = [
     "write_offsets",
     "write_url_map",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -126,7 +126,10 @@ class UrlMap:
                 self._data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         except FileNotFoundError:
             raise GraphFormatError(self.path, "the URL map is missing") from None
-        magic, self.count, self.block_size, blocks, self._block_bytes, checksum = HEADER.unpack_from(self._data)
+        magic, count, block_size, blocks, block_bytes, checksum = HEADER.unpack_from(self._data)
+        self.count: int = count
+        self.block_size: int = block_size
+        self._block_bytes: int = block_bytes
         if magic != MAGIC:
             raise GraphFormatError(self.path, f"not a crawlspace URL map (magic {magic!r})", byte=0)
         expected = HEADER_BYTES + self._block_bytes + 8 * (blocks + 1)
@@ -141,7 +144,7 @@ class UrlMap:
         if xxhash.xxh3_64_intdigest(self._data[HEADER_BYTES:]) != checksum:
             raise GraphFormatError(self.path, "the checksum does not match (the file was changed)", byte=HEADER_BYTES)
         index_at = HEADER_BYTES + self._block_bytes
-        self._offsets = struct.unpack_from(f"<{blocks + 1}Q", self._data, index_at)
+        self._offsets: tuple[int, ...] = struct.unpack_from(f"<{blocks + 1}Q", self._data, index_at)
         if (
             self._offsets[0] != 0
             or self._offsets[-1] != self._block_bytes

@@ -18,7 +18,11 @@ LABEL = st.text("abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=8)
     lambda label: not label.startswith("-") and not label.endswith("-")
 )
 HOST = st.one_of(
-    st.builds(lambda labels, tld: ".".join([*labels, tld]), st.lists(LABEL, min_size=1, max_size=4), st.sampled_from(["test", "com", "org"])),
+    st.builds(
+        lambda labels, tld: ".".join([*labels, tld]),
+        st.lists(LABEL, min_size=1, max_size=4),
+        st.sampled_from(["test", "com", "org"]),
+    ),
     st.builds(lambda a, b: f"127.0.{a}.{b}", st.integers(0, 255), st.integers(0, 255)),
 )  # fmt: skip
 PATH = st.text("abcdefghijklmnopqrstuvwxyz0123456789/._~-%", max_size=30)
@@ -102,7 +106,7 @@ def test_a_truncated_map_is_refused_with_its_name(tmp_path: Path, keep: int) -> 
     path = write_sample(tmp_path)
     data = path.read_bytes()
     path.write_bytes(data[:keep])
-    with pytest.raises(GraphFormatError, match="urls.fcmap") as raised:
+    with pytest.raises(GraphFormatError, match=r"urls\.fcmap") as raised:
         UrlMap(path)
     assert raised.value.path == path and raised.value.byte is not None and raised.value.byte <= len(data)
 
