@@ -14,10 +14,8 @@ Python each, on uniform random nodes (p50/p99, µs).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,22 +24,18 @@ import zstandard
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench" / "jobs"))
+sys.path.insert(0, str(ROOT / "bench" / "graph"))
 sys.path.insert(0, str(ROOT))
 
+from bench_graph import latencies_us, report  # noqa: E402
 from bench_jobs import OUT, make_crawl  # noqa: E402
 
 import crawlspace.graph  # noqa: E402
 from crawlspace.jobs import run  # noqa: E402
 
 
-def percentiles_us(call: Callable[[Any], object], arguments: list[Any]) -> list[float]:
-    times = []
-    for argument in arguments:
-        start = time.perf_counter_ns()
-        call(argument)
-        times.append(time.perf_counter_ns() - start)
-    times.sort()
-    return [round(times[len(times) // 2] / 1000, 2), round(times[int(len(times) * 0.99)] / 1000, 2)]
+def rounded(figures: tuple[float, float]) -> list[float]:
+    return [round(figure, 2) for figure in figures]
 
 
 def measure(pages: int, queries: int) -> dict[str, Any]:
@@ -87,12 +81,12 @@ def measure(pages: int, queries: int) -> dict[str, Any]:
     sample_urls = [urls[node] for node in sample]
     links.successors(0)
     results["latency_us p50/p99"] = {
-        "id_of": percentiles_us(links.id_of, sample_urls),
-        "url_of": percentiles_us(links.url_of, sample),
-        "successors(id)": percentiles_us(links.successors, sample),
-        "predecessors(id)": percentiles_us(links.predecessors, sample),
-        "successor_urls(url)": percentiles_us(links.successor_urls, sample_urls),
-        "predecessor_urls(url)": percentiles_us(links.predecessor_urls, sample_urls),
+        "id_of": rounded(latencies_us(links.id_of, sample_urls)),
+        "url_of": rounded(latencies_us(links.url_of, sample)),
+        "successors(id)": rounded(latencies_us(links.successors, sample)),
+        "predecessors(id)": rounded(latencies_us(links.predecessors, sample)),
+        "successor_urls(url)": rounded(latencies_us(links.successor_urls, sample_urls)),
+        "predecessor_urls(url)": rounded(latencies_us(links.predecessor_urls, sample_urls)),
     }
     results["mean_outdegree"] = round(arcs / nodes, 1)
     results["graph_job"] = {key: graph_job[key] for key in ("nodes", "links", "edges")}
@@ -107,16 +101,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     arguments = parser.parse_args()
     results = measure(arguments.pages, arguments.queries)
-    if arguments.json:
-        print(json.dumps(results, indent=2))
-        return
-    for key, value in results.items():
-        if isinstance(value, dict):
-            print(f"{key}:")
-            for inner, figure in value.items():
-                print(f"    {inner}: {figure}")
-        else:
-            print(f"{key}: {value}")
+    report(results, arguments.json)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,11 @@ own suffix (two LEB128s, bytes). Nothing else is stored: the URL is the key read
 Lookups. `open` maps the file and reads each block's first key into a list (the sparse index in memory: one
 key per `block_size` URLs); `id_of` finds the block by bisection over those keys and walks at most one block;
 `url_of` walks the block of the id. Both are plain Python and a few microseconds (`bench/graph`). A block of
-16 keeps the walk short; larger blocks save little more (most of a key is already shared with the one before).
+16 keeps the walk short; larger blocks save little more (most of a key is already shared with the one before):
+on 100,000 simweb URLs, blocks of 8, 16 and 32 took 62, 43 and 34 bits per URL, `url_of` 3.9, 4.7 and 7.0 µs.
+The blocks are coded as the search index's term dictionary (`crawlspace.index.terms`, IIR 5.2.2), which is
+not reused as it is: it has no ordinal-to-term lookup (`url_of`), searches the first keys in the mapped bytes
+(a varint decode per step), and reports damage without the file and the byte.
 
 Bad input: a file that is truncated, whose checksum does not match, or whose blocks break the format raises
 `GraphFormatError` with the file and the byte; a URL not in the map raises `UnknownURL` (with the URL), an id

@@ -20,10 +20,10 @@ from crawlspace.jobs import read_summary, read_table, run
 from crawlspace.jobs.output import output_path
 from crawlspace.simweb import SimWeb
 from crawlspace.simweb.server import serve_in_background
-from crawlspace.simweb.truth import LinkTable
 from crawlspace.store.reader import CrawlReader
 from crawlspace.store.rowkey import row_key
 from tests.conftest import run_cli
+from tests.jobs.test_jobs_e2e import truth_edges
 from tests.store.test_duplicates_e2e import WEB  # exact and near copies, redirects and nofollow links
 
 Arcs = set[tuple[str, str]]
@@ -64,17 +64,7 @@ def decoded_arcs(links: LinkGraph) -> Arcs:
 
 def truth_arcs(web: SimWeb, fetched: set[str]) -> Arcs:
     """Every link between fetched URLs in the generator's arrays, nofollow ones too, and redirects."""
-    table = LinkTable(web.data, follow_nofollow=True)
-    arcs = set()
-    for url in fetched:
-        node = web.node_of(url)
-        assert node is not None, url
-        redirect = table.redirect(node)
-        for other in [redirect] if redirect is not None else table.out(node):
-            other_url = web.data.url_of(other)
-            if other_url in fetched and other_url != url:
-                arcs.add((url, other_url))
-    return arcs
+    return truth_edges(web, fetched, follow_nofollow=True)
 
 
 def test_nodes_are_the_fetched_pages_in_row_key_order(crawl_dir: Path, links: LinkGraph) -> None:
