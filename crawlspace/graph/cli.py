@@ -7,8 +7,8 @@
 
 `crawlspace graph DIR ...` is short for `crawlspace graph query DIR ...` (a crawl directory named `build` needs
 the long form). The graph's modules (numba) and the jobs' (Dask) are imported inside the commands, so that
-registering this group costs the other commands nothing. URLs from the crawl are hostile input: printed with
-control characters escaped, and in DOT labels with quotes and backslashes escaped too.
+registering this group costs the other commands nothing, and a query loads no Dask. URLs from the crawl are
+hostile input: printed with control characters escaped, and in DOT labels with quotes and backslashes too.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from crawlspace.display import printable
 
 if TYPE_CHECKING:
     from crawlspace.graph.connectivity import LinkGraph
@@ -70,8 +72,6 @@ def build_command(directory: Path, scheduler: str) -> None:
 def dot_label(text: str) -> str:
     """A URL inside a DOT double-quoted string: control characters as \\xNN, then backslashes and quotes escaped
     (a bare backslash starts one of DOT's label escapes, a bare quote ends the string)."""
-    from crawlspace.jobs.lookup import printable
-
     return printable(text).replace("\\", "\\\\").replace('"', '\\"')
 
 
@@ -130,7 +130,6 @@ def query_command(
         _fail("--dot goes with --hops")
     from crawlspace.graph import GraphFormatError, UnknownURL
     from crawlspace.graph import open as open_graph
-    from crawlspace.jobs.lookup import printable
     from crawlspace.urls import InvalidURL, normalize
 
     try:

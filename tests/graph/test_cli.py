@@ -39,10 +39,19 @@ def test_a_neighbourhood_as_dot(tmp_path: Path) -> None:
     assert len(arcs) == 2  # 0 -> 1 and 1 -> 2; not 2 -> 3, which leaves the neighbourhood
 
 
-def test_other_commands_do_not_load_numba_or_dask() -> None:
-    """The graph group is registered in every `crawlspace` run; its imports wait for its commands."""
+def test_other_commands_do_not_load_numba_or_dask(tmp_path: Path) -> None:
+    """The graph group is registered in every `crawlspace` run; its imports wait for its commands, and a query
+    needs numba but not Dask."""
     code = "import sys, crawlspace.cli; print(sorted(m for m in ('numba', 'dask') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+    write_link_graph(tmp_path, ["http://a.test/", "http://b.test/"], np.array([0]), np.array([1]))
+    query = (
+        "import sys; from click.testing import CliRunner; from crawlspace.cli import main; "
+        f"result = CliRunner().invoke(main, ['graph', {str(tmp_path)!r}, '--in', 'http://b.test/']); "
+        "print(result.output.strip(), sorted(m for m in ('numba', 'dask') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", query], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "http://a.test/ ['numba']"
     result = subprocess.run([sys.executable, "-m", "crawlspace", "graph", "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "build" in result.stdout and "query" in result.stdout
