@@ -7,7 +7,8 @@ The crawl is bench/jobs' (`make_crawl`: hosts = pages / 20, seed 3, into bench/o
 reused). Then, in this process, Dask's synchronous scheduler: the link graph job (`graph`), then the
 `connectivity` job (URL map, graph, transpose), each timed; the connectivity job's own split (reading the
 graph job's tables, building and writing) is in its summary. WebGraph's encoder would write this graph at the
-same bits per link: ours writes its bit stream exactly (cnr-2000, `bench_graph.py`). Latencies: one call from
+same bits per link: ours writes its bit stream exactly (cnr-2000, `bench_graph.py`); the same graph with its ids
+shuffled shows what the row-key numbering gains. Latencies: one call from
 Python each, on uniform random nodes (p50/p99, µs).
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -31,11 +33,22 @@ from bench_graph import latencies_us, report  # noqa: E402
 from bench_jobs import OUT, make_crawl  # noqa: E402
 
 import crawlspace.graph  # noqa: E402
+from crawlspace.graph import CsrGraph, write_bvgraph  # noqa: E402
 from crawlspace.jobs import run  # noqa: E402
 
 
 def rounded(figures: tuple[float, float]) -> list[float]:
     return [round(figure, 2) for figure in figures]
+
+
+def random_order_bits_per_link(links: crawlspace.graph.LinkGraph) -> float:
+    """The same graph BV-encoded with its ids shuffled: what numbering URLs by row key (IIR 20.4) gains."""
+    csr = links.out_links.to_csr()
+    shuffled = np.random.default_rng(9).permutation(csr.num_nodes)
+    sources = np.repeat(np.arange(csr.num_nodes), csr.outdegrees())
+    graph = CsrGraph.from_arcs(csr.num_nodes, shuffled[sources], shuffled[csr.successors])
+    with tempfile.TemporaryDirectory() as directory:
+        return float(write_bvgraph(Path(directory) / "shuffled", graph)["bitsperlink"])
 
 
 def measure(pages: int, queries: int) -> dict[str, Any]:
@@ -76,6 +89,7 @@ def measure(pages: int, queries: int) -> dict[str, Any]:
             ),
         },
     }
+    results["bits_per_link"]["bv_successors_ids_in_random_order"] = random_order_bits_per_link(links)
     rng = np.random.default_rng(5)
     sample = rng.integers(0, nodes, queries).tolist()
     sample_urls = [urls[node] for node in sample]

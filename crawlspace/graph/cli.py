@@ -1,6 +1,6 @@
 """`crawlspace graph ...`: build the connectivity server's files for a crawl, and ask it about URLs.
 
-    crawlspace graph build DIR                 the `connectivity` batch job (the link graph job first if needed)
+    crawlspace graph build DIR                 the link graph batch job, then the `connectivity` job
     crawlspace graph DIR --out URL [--json]    successors; --in URL predecessors
     crawlspace graph DIR --hops N URL [--dot]  the pages N out-links away, as a list or a Graphviz digraph
     crawlspace graph DIR --stats [--json]      nodes, arcs, bits per link and per URL, degree distributions
@@ -49,9 +49,15 @@ def graph_group() -> None:
 @graph_group.command(name="build")
 @click.argument("directory", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--scheduler", default="synchronous", show_default=True, help="As for `crawlspace jobs`.")
-def build_command(directory: Path, scheduler: str) -> None:
+@click.option(
+    "--reuse-links",
+    is_flag=True,
+    help="Build from the link graph job's output as it is (default: run that job again, the crawl may have grown).",
+)
+def build_command(directory: Path, scheduler: str, reuse_links: bool) -> None:
     """Build the graph, its transpose and the URL map of the crawl in DIRECTORY (into DIR/jobs/connectivity)."""
     from crawlspace.jobs import JobError, JobOutputError, run
+    from crawlspace.jobs import graph as link_graph_job
     from crawlspace.jobs.connectivity import NAME
     from crawlspace.store import CrawlTableError
 
@@ -60,7 +66,7 @@ def build_command(directory: Path, scheduler: str) -> None:
     try:
         summaries = run(
             directory,
-            only=[NAME],
+            only=[NAME] if reuse_links else [link_graph_job.NAME, NAME],
             scheduler=scheduler,
             progress=lambda line: click.echo(f"crawlspace: {line}", err=True),
         )

@@ -146,6 +146,9 @@ def test_the_command_line_entry_point(crawl_dir: Path, links: LinkGraph) -> None
     built = run_cli("graph", "build", str(crawl_dir))
     assert built.returncode == 0, built.stderr
     assert json.loads(built.stdout)["arcs"] == links.num_arcs
+    assert "graph: done" in built.stderr and "connectivity: done" in built.stderr  # the link graph job again
+    built = run_cli("graph", "build", str(crawl_dir), "--reuse-links")
+    assert built.returncode == 0 and "graph: done" not in built.stderr and "connectivity: done" in built.stderr
     url = links.url_of(0)
     answer = run_cli("graph", str(crawl_dir), "--out", url, "--json")
     assert answer.returncode == 0, answer.stderr
