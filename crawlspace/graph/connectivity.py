@@ -60,6 +60,8 @@ NodeOrURL = int | np.integer | str
 
 @dataclass(frozen=True, eq=False)
 class LinkGraph:
+    """Out- and in-links over one set of ids, and the URL of each id; every query takes a URL or an id."""
+
     out_links: BVGraph
     in_links: BVGraph
     urls: UrlMap

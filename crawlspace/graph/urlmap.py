@@ -118,7 +118,10 @@ def write_url_map(path: Path | str, keys: Iterable[str], block_size: int = BLOCK
 
 
 class UrlMap:
-    """The map of one graph: `id_of(url)`, `url_of(id)`, iteration in id order; `close` unmaps the file."""
+    """The map of one graph: `id_of(url)`, `url_of(id)`, iteration in id order; `close` unmaps the file.
+
+    Opening checks the header against the file's size, the checksum and the sparse index; each lookup checks
+    the lengths it reads against its block, so a map written wrongly fails with its byte, never a wrong URL."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -145,7 +148,9 @@ class UrlMap:
             raise GraphFormatError(
                 self.path, f"{blocks} blocks of {self.block_size} cannot hold {self.count} URLs", byte=8
             )
-        if xxhash.xxh3_64_intdigest(self._data[HEADER_BYTES:]) != checksum:
+        with memoryview(self._data) as whole, whole[HEADER_BYTES:] as body:  # hashed in place, not copied
+            intact = xxhash.xxh3_64_intdigest(body) == checksum
+        if not intact:
             raise GraphFormatError(self.path, "the checksum does not match (the file was changed)", byte=HEADER_BYTES)
         index_at = HEADER_BYTES + self._block_bytes
         self._offsets: tuple[int, ...] = struct.unpack_from(f"<{blocks + 1}Q", self._data, index_at)
