@@ -9,7 +9,7 @@ Only fetched pages are nodes: IIR's connectivity server covers the crawled pages
 fetched has no out-links to tell, so a link to one is left out (the graph job counts them,
 `links_to_unfetched_urls`, repeated here). Every link between fetched pages is an arc: a nofollow link is
 still a link on the page (only PageRank leaves it out), and a redirect is an arc from the redirecting URL to
-its target. Ids are renumbered by row key (the graph job's ids are already in that order: a check).
+its target. Ids are the URLs' ranks by row key, whatever order the graph job's ids came in.
 
 The driver holds the URLs and two int64 per arc while it builds (the compressed graph needs every list in
 order anyway); each edge partition is read in turn.
