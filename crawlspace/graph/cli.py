@@ -109,7 +109,9 @@ def _print_stats(stats: dict[str, Any]) -> None:
 @click.option("--in", "in_url", metavar="URL", help="The pages that link to URL.")
 @click.option("--hops", type=click.IntRange(0, 100), help="The pages at most N out-links from URL.")
 @click.option("--dot", is_flag=True, help="With --hops: a Graphviz digraph instead of a list.")
-@click.option("--limit", type=click.IntRange(1), default=10_000, show_default=True, help="With --hops: at most.")
+@click.option(
+    "--limit", type=click.IntRange(1), default=10_000, show_default=True, help="With --hops: at most this many pages."
+)
 @click.option("--stats", is_flag=True, help="Nodes, arcs, bits per link (both graphs) and per URL, degrees.")
 @click.option("--json", "as_json", is_flag=True, help="JSON: a list of URLs, [{url, hops}] or the stats object.")
 def query_command(
