@@ -15,22 +15,34 @@ Python each, on uniform random nodes (p50/p99, µs).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 import zstandard
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench" / "jobs"))
-sys.path.insert(0, str(ROOT / "bench" / "graph"))
 sys.path.insert(0, str(ROOT))
 
+
+def _bench_jobs() -> ModuleType:
+    """bench/jobs/bench_jobs.py, whose crawl this benchmark shares (a script, not a package: loaded by path)."""
+    spec = importlib.util.spec_from_file_location("bench_jobs", ROOT / "bench" / "jobs" / "bench_jobs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench_jobs = _bench_jobs()
+OUT, make_crawl = bench_jobs.OUT, bench_jobs.make_crawl
+
 from bench_graph import latencies_us, report  # noqa: E402
-from bench_jobs import OUT, make_crawl  # noqa: E402
 
 import crawlspace.graph  # noqa: E402
 from crawlspace.graph import CsrGraph, write_bvgraph  # noqa: E402
