@@ -133,6 +133,14 @@ class UrlMap:
                 self._data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         except FileNotFoundError:
             raise GraphFormatError(self.path, "the URL map is missing") from None
+        try:
+            self._check(size)
+        except GraphFormatError:
+            self._data.close()
+            raise
+
+    def _check(self, size: int) -> None:
+        """The header against the size, the checksum, the sparse index; then each block's first key read."""
         magic, count, block_size, blocks, block_bytes, checksum = HEADER.unpack_from(self._data)
         self.count: int = count
         self.block_size: int = block_size
@@ -172,7 +180,7 @@ class UrlMap:
         return 8 * self.size_bytes / max(self.count, 1)
 
     def _block(self, block: int) -> tuple[bytes, bytes, int]:
-        """A block's bytes, its first key and where the next key starts (the rest are decoded by `_keys`)."""
+        """A block's bytes, its first key and where the next key starts (the rest are decoded by `_walk`)."""
         start = HEADER_BYTES + self._offsets[block]
         data = self._data[start : HEADER_BYTES + self._offsets[block + 1]]
         length, at = self._read_varint(data, 0, block)
