@@ -5,19 +5,24 @@ Ids. A URL's id is the rank of its crawl-table row key (`crawlspace.store.rowkey
 that is what makes the gaps of the BV lists small and their intervals long.
 
 File (`urls.fcmap`, little-endian). A 48-byte header (magic, URL count, block size, block count, bytes of the
-blocks, xxh3 of everything after the header), then the blocks, then the sparse index: the byte offset of each
-block (u64, one more than there are blocks). A block holds `block_size` consecutive keys (UTF-8): the first
-whole (LEB128 length, bytes), each next one as the length of the prefix it shares with the one before and its
-own suffix (two LEB128s, bytes). Nothing else is stored: the URL is the key read back (`rowkey.url_of`).
+dictionary and of the blocks, xxh3 of everything after the header), a zstd dictionary trained on the blocks,
+the blocks, then the sparse index: the byte offset of each block (u64, one more than there are blocks). A block
+holds `block_size` consecutive keys (UTF-8), front-coded: the first whole (LEB128 length, bytes), each next one
+as the length of the prefix it shares with the one before and its own suffix (two LEB128s, bytes); then
+compressed as one zstd frame (level 3) with the dictionary, which takes what front coding cannot: the
+repeats across blocks (`.html`, `/archive/`, a host's name in every block of the host). Nothing else is
+stored: the URL is the key read back (`rowkey.url_of`).
 
 Lookups. `open` maps the file and reads each block's first key into a list (the sparse index in memory: one
-key per `block_size` URLs); `id_of` finds the block by bisection over those keys and walks at most one block;
-`url_of` walks the block of the id. Both are plain Python and a few microseconds (`bench/graph`). A block of
-16 keeps the walk short; larger blocks save little more (most of a key is already shared with the one before):
-on 100,000 simweb URLs, blocks of 8, 16 and 32 took 62, 43 and 34 bits per URL, `url_of` 3.9, 4.7 and 7.0 µs.
-The blocks are coded as the search index's term dictionary (`crawlspace.index.terms`, IIR 5.2.2), which is
-not reused as it is: it has no ordinal-to-term lookup (`url_of`), searches the first keys in the mapped bytes
-(a varint decode per step), and reports damage without the file and the byte.
+key per `block_size` URLs); `id_of` finds the block by bisection over those keys, decompresses it (0.5 µs) and
+walks at most one block; `url_of` does the same for the block of the id. Both are plain Python and a few
+microseconds (`bench/graph`). Measured on the 91,415 URLs of bench/graph's crawl: front coding alone took 96
+bits per URL, with the dictionary 39 (the whole sorted list under zstd -19, no random access: 21, the plain
+list 275). Blocks of 8, 16 and 32 (front coding alone) took 62, 43 and 34 bits per URL on 100,000 URLs of
+another shape, `url_of` 3.9, 4.7 and 7.0 µs: 16 keeps the walk short. The front coding is the search index's
+term dictionary's (`crawlspace.index.terms`, IIR 5.2.2), which is not reused as it is: it has no
+ordinal-to-term lookup (`url_of`), searches the first keys in the mapped bytes (a varint decode per step),
+has no compression across blocks and reports damage without the file and the byte.
 
 Bad input: a file that is truncated, whose checksum does not match, or whose blocks break the format raises
 `GraphFormatError` with the file and the byte; a URL not in the map raises `UnknownURL` (with the URL), an id
@@ -27,23 +32,31 @@ out of range `IndexError`.
 from __future__ import annotations
 
 import bisect
+import itertools
 import mmap
 import os
 import struct
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
 import xxhash
+import zstandard
 
 from crawlspace.graph.errors import GraphFormatError
 from crawlspace.store.rowkey import RowKeyError, row_key, url_of
 
 URL_MAP = "urls.fcmap"
-MAGIC = b"CSURLFC1"
-HEADER = struct.Struct("<8sQIIQQ")  # magic, urls, block size, blocks, block bytes, xxh3 of the rest
-HEADER_BYTES = HEADER.size + (-HEADER.size % 8)
+MAGIC = b"CSURLFC2"
+HEADER = struct.Struct("<8sQIIQQQ")  # magic, urls, block size, blocks, dictionary bytes, block bytes, xxh3 of the rest
+HEADER_BYTES = HEADER.size
 BLOCK_SIZE = 16
+ZSTD_LEVEL = 3
+DICTIONARY_BYTES = 16384
+MIN_TRAINING_BLOCKS = 32
+"""Fewer blocks than this are compressed without a dictionary (zstd cannot train on so few samples, and the
+dictionary would outweigh them)."""
 
 
 class UnknownURL(LookupError):
@@ -79,37 +92,58 @@ def sort_by_row_key(urls: Sequence[str]) -> tuple[list[int], list[str]]:
     return order, [keys[i] for i in order]
 
 
+def _front_coded(keys: list[bytes]) -> bytes:
+    out = bytearray(_varint(len(keys[0])) + keys[0])
+    for previous, key in itertools.pairwise(keys):
+        shared = 0
+        limit = min(len(key), len(previous))
+        while shared < limit and key[shared] == previous[shared]:
+            shared += 1
+        out += _varint(shared) + _varint(len(key) - shared) + key[shared:]
+    return bytes(out)
+
+
+def _dictionary(blocks: list[bytes]) -> bytes:
+    """A zstd dictionary trained on the blocks, or none when there are too few to train on."""
+    if len(blocks) < MIN_TRAINING_BLOCKS:
+        return b""
+    size = min(DICTIONARY_BYTES, max(1024, sum(map(len, blocks)) // 8))
+    try:
+        samples: list[bytes | bytearray | memoryview] = list(blocks)
+        return bytes(zstandard.train_dictionary(size, samples).as_bytes())
+    except zstandard.ZstdError:  # samples zstd finds too small or too alike: compress without
+        return b""
+
+
 def write_url_map(path: Path | str, keys: Iterable[str], block_size: int = BLOCK_SIZE) -> Path:
-    """Row keys, strictly increasing, front-coded into `path` (written aside, synced, renamed into place)."""
+    """Row keys, strictly increasing, front-coded and compressed into `path` (written aside, synced, renamed)."""
     if block_size < 1:
         raise ValueError(f"block size must be >= 1, got {block_size}")
-    body = bytearray()
-    offsets: list[int] = []
-    previous = b""
-    count = 0
-    for key in keys:
-        encoded = key.encode("utf-8")
-        if count and encoded <= previous:
-            raise ValueError(f"row keys out of order or repeated: {previous.decode()!r} then {key!r}")
-        if count % block_size == 0:
-            offsets.append(len(body))
-            body += _varint(len(encoded)) + encoded
-        else:
-            shared = 0
-            limit = min(len(encoded), len(previous))
-            while shared < limit and encoded[shared] == previous[shared]:
-                shared += 1
-            body += _varint(shared) + _varint(len(encoded) - shared) + encoded[shared:]
-        previous = encoded
-        count += 1
-    block_bytes = len(body)
-    offsets.append(block_bytes)
+    encoded = [key.encode("utf-8") for key in keys]
+    for previous, key in itertools.pairwise(encoded):
+        if key <= previous:
+            raise ValueError(f"row keys out of order or repeated: {previous.decode()!r} then {key.decode()!r}")
+    blocks = [_front_coded(encoded[first : first + block_size]) for first in range(0, len(encoded), block_size)]
+    dictionary = _dictionary(blocks)
+    compressor = zstandard.ZstdCompressor(
+        level=ZSTD_LEVEL,
+        dict_data=zstandard.ZstdCompressionDict(dictionary) if dictionary else None,
+        write_checksum=False,  # the file has one
+        write_dict_id=False,  # there is one dictionary
+    )
+    body = bytearray(dictionary)
+    offsets = [0]
+    for block in blocks:
+        body += compressor.compress(block)
+        offsets.append(len(body) - len(dictionary))
+    block_bytes = offsets[-1]
     body += struct.pack(f"<{len(offsets)}Q", *offsets)
-    header = HEADER.pack(MAGIC, count, block_size, len(offsets) - 1, block_bytes, xxhash.xxh3_64_intdigest(body))
+    checksum = xxhash.xxh3_64_intdigest(body)
+    header = HEADER.pack(MAGIC, len(encoded), block_size, len(blocks), len(dictionary), block_bytes, checksum)
     path = Path(path)
     staged = path.with_name(path.name + ".tmp")
     with open(staged, "wb") as file:
-        file.write(header.ljust(HEADER_BYTES, b"\0"))
+        file.write(header)
         file.write(body)
         file.flush()
         os.fsync(file.fileno())
@@ -141,13 +175,14 @@ class UrlMap:
 
     def _check(self, size: int) -> None:
         """The header against the size, the checksum, the sparse index; then each block's first key read."""
-        magic, count, block_size, blocks, block_bytes, checksum = HEADER.unpack_from(self._data)
+        magic, count, block_size, blocks, dictionary_bytes, block_bytes, checksum = HEADER.unpack_from(self._data)
         self.count: int = count
         self.block_size: int = block_size
         self._block_bytes: int = block_bytes
         if magic != MAGIC:
             raise GraphFormatError(self.path, f"not a crawlspace URL map (magic {magic!r})", byte=0)
-        expected = HEADER_BYTES + self._block_bytes + 8 * (blocks + 1)
+        self._blocks_at = HEADER_BYTES + dictionary_bytes
+        expected = self._blocks_at + self._block_bytes + 8 * (blocks + 1)
         if size != expected:
             raise GraphFormatError(
                 self.path, f"{size} bytes where the header says {expected}", byte=min(size, expected)
@@ -160,7 +195,12 @@ class UrlMap:
             intact = xxhash.xxh3_64_intdigest(body) == checksum
         if not intact:
             raise GraphFormatError(self.path, "the checksum does not match (the file was changed)", byte=HEADER_BYTES)
-        index_at = HEADER_BYTES + self._block_bytes
+        dictionary = self._data[HEADER_BYTES : self._blocks_at]
+        self._decompressor = zstandard.ZstdDecompressor(
+            dict_data=zstandard.ZstdCompressionDict(dictionary) if dictionary else None
+        )
+        self._decompressing = threading.Lock()  # python-zstandard's objects are not for two threads at once
+        index_at = self._blocks_at + self._block_bytes
         self._offsets: tuple[int, ...] = struct.unpack_from(f"<{blocks + 1}Q", self._data, index_at)
         if (
             self._offsets[0] != 0
@@ -176,13 +216,17 @@ class UrlMap:
 
     @property
     def bits_per_url(self) -> float:
-        """The whole file (header, blocks, sparse index) in bits per URL."""
+        """The whole file (header, dictionary, blocks, sparse index) in bits per URL."""
         return 8 * self.size_bytes / max(self.count, 1)
 
     def _block(self, block: int) -> tuple[bytes, bytes, int]:
-        """A block's bytes, its first key and where the next key starts (the rest are decoded by `_walk`)."""
-        start = HEADER_BYTES + self._offsets[block]
-        data = self._data[start : HEADER_BYTES + self._offsets[block + 1]]
+        """A block's keys decompressed, its first key and where the next key starts (the rest: `_walk`)."""
+        start = self._blocks_at + self._offsets[block]
+        try:
+            with self._decompressing:
+                data = self._decompressor.decompress(self._data[start : self._blocks_at + self._offsets[block + 1]])
+        except zstandard.ZstdError as error:
+            raise GraphFormatError(self.path, f"block {block} does not decompress ({error})", byte=start) from None
         length, at = self._read_varint(data, 0, block)
         if at + length > len(data):
             self._damaged(block, at)
@@ -202,7 +246,9 @@ class UrlMap:
 
     def _damaged(self, block: int, at: int) -> NoReturn:
         raise GraphFormatError(
-            self.path, f"block {block} breaks the front coding", byte=HEADER_BYTES + self._offsets[block] + at
+            self.path,
+            f"block {block} breaks the front coding (at byte {at} of its keys decompressed)",
+            byte=self._blocks_at + self._offsets[block],
         )
 
     def _walk(self, block: int, stop: int, wanted: bytes | None) -> tuple[int, bytes]:

@@ -3,14 +3,14 @@ are refused with what and where."""
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import pytest
+import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawlspace.graph import GraphFormatError, UnknownURL, UrlMap, write_url_map
+from crawlspace.graph import GraphFormatError, UnknownURL, UrlMap, urlmap, write_url_map
 from crawlspace.graph.urlmap import HEADER_BYTES, sort_by_row_key
 from crawlspace.store.rowkey import row_key
 
@@ -120,21 +120,48 @@ def test_a_flipped_byte_is_caught_by_the_checksum(tmp_path: Path) -> None:
         UrlMap(path)
 
 
-def test_a_map_that_breaks_the_format_is_refused(tmp_path: Path) -> None:
-    """Blocks rewritten consistently with the header and checksum (a writer's bug, not a flipped bit)."""
-    import xxhash
+def test_a_map_that_breaks_the_front_coding_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block written wrongly but consistently with the header and checksum (a writer's bug, not a flipped bit)."""
+    real = urlmap._front_coded
 
+    def breaking(keys: list[bytes]) -> bytes:
+        if not keys[0].startswith(b"test.h2/"):
+            return real(keys)
+        return real(keys[:1]) + b"\x7f\x01x" * (len(keys) - 1)  # each next key sharing 127 bytes of a shorter one
+
+    monkeypatch.setattr(urlmap, "_front_coded", breaking)
+    path = write_sample(tmp_path)
+    url_map = UrlMap(path)
+    assert url_map.url_of(0) == "http://h0.test/p/0"
+    with pytest.raises(GraphFormatError, match=r"block \d+ breaks the front coding") as raised:
+        for node in range(len(url_map)):
+            url_map.url_of(node)
+    assert raised.value.byte is not None and HEADER_BYTES < raised.value.byte < path.stat().st_size
+
+
+def test_a_block_that_does_not_decompress_is_refused(tmp_path: Path) -> None:
     path = write_sample(tmp_path)
     data = bytearray(path.read_bytes())
-    magic, count, block_size, blocks, block_bytes, _ = struct.unpack_from("<8sQIIQQ", data)
-    data[HEADER_BYTES + 20] = 0xFF  # inside block 0: a prefix or length now runs past the block
-    body = bytes(data[HEADER_BYTES:])
-    struct.pack_into("<8sQIIQQ", data, 0, magic, count, block_size, blocks, block_bytes, xxhash.xxh3_64_intdigest(body))
+    fields = list(urlmap.HEADER.unpack_from(data))
+    blocks_at = HEADER_BYTES + fields[4]
+    data[blocks_at : blocks_at + 8] = b"\xff" * 8  # the first block's zstd frame header
+    fields[-1] = xxhash.xxh3_64_intdigest(bytes(data[HEADER_BYTES:]))
+    urlmap.HEADER.pack_into(data, 0, *fields)
     path.write_bytes(bytes(data))
-    url_map = UrlMap(path)
-    with pytest.raises(GraphFormatError, match="block 0 breaks the front coding"):
-        for node in range(block_size):
-            url_map.url_of(node)
+    with pytest.raises(GraphFormatError, match="block 0 does not decompress") as raised:
+        UrlMap(path)  # each block's first key is read on opening
+    assert raised.value.byte == blocks_at
+
+
+def test_the_same_keys_make_the_same_file(tmp_path: Path) -> None:
+    """The dictionary is trained deterministically: a job run again writes the same bytes."""
+    keys = sorted(row_key(f"http://h{h}.test/section/p{p}.html") for h in range(40) for p in range(60))
+    first = write_url_map(tmp_path / "a", keys).read_bytes()
+    assert write_url_map(tmp_path / "b", keys).read_bytes() == first
+    fields = urlmap.HEADER.unpack_from(first)
+    assert fields[4] > 0  # 150 blocks: trained a dictionary
+    with UrlMap(tmp_path / "a") as url_map:
+        assert url_map.bits_per_url < 8 * len(keys[0]) / 2
 
 
 def test_a_missing_map_and_a_foreign_file(tmp_path: Path) -> None:
