@@ -94,7 +94,7 @@ def measure(pages: int, queries: int) -> dict[str, Any]:
             "csr_32": round(32 * (nodes + 1 + arcs) / arcs, 2),
         },
         "bits_per_url": {
-            "front_coded_map": built["bits_per_url"],
+            "url_map[front coding + zstd dictionary, random access]": built["bits_per_url"],
             "plain_urls": round(8 * len(plain) / nodes, 2),
             "zstd_19_whole_list_no_random_access": round(
                 8 * len(zstandard.ZstdCompressor(level=19).compress(plain)) / nodes, 2

@@ -8,8 +8,9 @@ and unary codes in one big-endian bit stream (`bitstream`). The successors and t
 transpose) are two such graphs over the same ids.
 
 Ids (`urlmap`). A URL's id is the rank of its crawl-table row key (host reversed), IIR 20.4's lexicographic
-numbering, so a host's pages are neighbours; the sorted keys are front-coded in blocks of 16 with a sparse
-index, memory-mapped, and give `id_of` and `url_of` in a few microseconds.
+numbering, so a host's pages are neighbours; the sorted keys are front-coded in blocks of 16 (each block a
+zstd frame with a dictionary trained on them) with a sparse index, memory-mapped, and give `id_of` and
+`url_of` in a few microseconds.
 
 Who writes: `write_link_graph(DIR, urls, sources, targets)` the URL map, the graph and its transpose, each
 graph by `write_bvgraph` (`encode`) from a `CsrGraph`, choosing for each list the reference that costs fewest
