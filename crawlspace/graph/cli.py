@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from crawlspace.graph.connectivity import LinkGraph
 
 
-def _fail(message: str, code: int = 2) -> None:
+def _fail(message: str, code: int = 2) -> NoReturn:
     click.echo(f"crawlspace: error: {message}", err=True)
     raise SystemExit(code)
 
@@ -133,7 +133,7 @@ def query_command(
     if hops is not None and url is None:
         _fail("--hops N needs a URL")
     if url is not None and hops is None:
-        _fail(f"a URL argument ({url}) goes with --hops N; use --out URL or --in URL")
+        _fail(f"a URL argument ({printable(url)}) goes with --hops N; use --out URL or --in URL")
     if dot and hops is None:
         _fail("--dot goes with --hops")
     from crawlspace.graph import GraphFormatError, UnknownURL
@@ -147,7 +147,10 @@ def query_command(
     with links:
         if stats:
             figures = links.stats()
-            click.echo(json.dumps(figures)) if as_json else _print_stats(figures)
+            if as_json:
+                click.echo(json.dumps(figures))
+            else:
+                _print_stats(figures)
             return
         given = out_url or in_url or url or ""
         try:
@@ -158,6 +161,8 @@ def query_command(
             _fail(printable(str(exc)), code=1)
         if hops is not None:
             around = links.neighbourhood(node, hops, limit)
+            if len(around) == limit:
+                click.echo(f"crawlspace: stopped at --limit {limit} pages", err=True)
             if dot:
                 click.echo(_dot(links, around, hops))
                 return

@@ -55,3 +55,11 @@ def test_other_commands_do_not_load_numba_or_dask(tmp_path: Path) -> None:
     assert result.stdout.strip() == "http://a.test/ ['numba']"
     result = subprocess.run([sys.executable, "-m", "crawlspace", "graph", "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "build" in result.stdout and "query" in result.stdout
+
+
+def test_a_neighbourhood_stops_at_its_limit(tmp_path: Path) -> None:
+    urls = [f"http://a.test/{i}" for i in range(5)]
+    write_link_graph(tmp_path, urls, np.array([0, 0, 0, 0]), np.array([1, 2, 3, 4]))
+    result = CliRunner().invoke(main, ["graph", str(tmp_path), "--hops", "1", "http://a.test/0", "--limit", "3"])
+    assert result.exit_code == 0
+    assert len(result.stdout.splitlines()) == 3 and "stopped at --limit 3 pages" in result.stderr
