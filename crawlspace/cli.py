@@ -482,7 +482,9 @@ def _job_directory(directory: Path) -> Path:
     show_default=True,
     help="synchronous or threads (in this process), or a Dask scheduler address tcp://HOST:8786.",
 )
-@click.option("--only", help="Comma-separated jobs to run (dedup, near, graph, pagerank, index); default: all.")
+@click.option(
+    "--only", help="Comma-separated jobs to run (dedup, near, graph, pagerank, connectivity, index); default: all."
+)
 @click.option("--shards", type=click.IntRange(1, 4096), default=4, show_default=True, help="Shards of the index job.")
 @click.option("--out", type=click.Path(path_type=Path), help="Where jobs/ is written (default: the first directory).")
 @click.option("--partitions", type=click.IntRange(1, 100_000), default=None, help="Key ranges of the crawl table.")
@@ -590,10 +592,12 @@ def config_reference() -> None:
 
 def _register_subcommands() -> None:
     from crawlspace.demo import demo
+    from crawlspace.graph.cli import graph_group
     from crawlspace.index.cli import index_command, search_command
     from crawlspace.simweb.cli import simweb
 
     main.add_command(simweb)
+    main.add_command(graph_group)
     main.add_command(demo)
     main.add_command(index_command)
     main.add_command(search_command)

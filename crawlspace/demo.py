@@ -4,7 +4,8 @@ The demo is the shortest path from a fresh install to a crawl that shows what cr
 it starts the simulated web in a separate process (so the crawler's CPU is its own), crawls it
 politely with live progress, then prints the crawl's figures next to the server's view of it
 (coverage of the ground truth, robots violations, politeness gaps), and runs the batch jobs
-(crawlspace.jobs) over the crawl: duplicate clusters against the truth, the top pages by PageRank.
+(crawlspace.jobs) over the crawl: duplicate clusters against the truth, the top pages by PageRank, and the
+connectivity server's graph: the most-linked pages and one page's in-links.
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ def run_demo(out: Path, *, hosts: int, seed: int, live: bool | None) -> dict[str
     }
     summary["jobs"] = jobs_report(web, out)
     summary["search"] = search_report(out, [row["url"] for row in summary["jobs"]["top_pages"]])
+    summary["graph"] = graph_report(out)
     (out / "demo-summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if not verdict.ok:
         click.echo("server-side judgement:\n" + verdict.summary(), err=True)
@@ -125,6 +127,28 @@ def jobs_report(web: SimWeb, out: Path) -> dict[str, Any]:
         "pagerank_rounds": summaries["pagerank"]["rounds"],
         "top_pages": top_ranked(out, 5),
         "outputs": str(out / "jobs"),
+    }
+
+
+def graph_report(out: Path, top: int = 5, shown: int = 5) -> dict[str, Any]:
+    """The connectivity server built by the jobs: its size, the `top` most-linked pages (in-degree, ties by id)
+    and the first `shown` in-links of the most-linked one."""
+    import numpy as np
+
+    import crawlspace.graph
+
+    with crawlspace.graph.open(out) as links:
+        stats = links.stats()
+        indegrees = links.in_links.to_csr().outdegrees()
+        best = np.lexsort((np.arange(len(indegrees)), -indegrees))[:top].tolist()
+        most_linked = [{"url": links.url_of(node), "in_links": int(indegrees[node])} for node in best]
+        in_links = links.predecessor_urls(best[0]) if best else []
+    figures = ("nodes", "arcs", "bits_per_link", "bits_per_link_transpose", "bits_per_url")
+    return {
+        **{key: stats[key] for key in figures},
+        "most_linked": most_linked,
+        "in_links_of_most_linked": in_links[:shown],
+        "in_links_not_shown": max(0, len(in_links) - shown),
     }
 
 
@@ -200,6 +224,18 @@ def demo(out: Path | None, hosts: int, seed: int, live: bool | None) -> None:
     )
     for row in jobs["top_pages"]:
         click.echo(f"  {row['pagerank']:.5f}  in {row['indegree']:>4}  {printable(row['url'])}")
+    graph = summary["graph"]
+    click.echo(
+        f"connectivity server: {graph['nodes']} pages, {graph['arcs']} links, {graph['bits_per_link']} bits per "
+        f"link ({graph['bits_per_link_transpose']} for in-links), {graph['bits_per_url']} bits per URL; most linked:"
+    )
+    for row in graph["most_linked"]:
+        click.echo(f"  in {row['in_links']:>4}  {printable(row['url'])}")
+    if graph["most_linked"]:
+        more = f" (and {graph['in_links_not_shown']} more)" if graph["in_links_not_shown"] else ""
+        click.echo(f"links to {printable(graph['most_linked'][0]['url'])}{more}:")
+        for url in graph["in_links_of_most_linked"]:
+            click.echo(f"  {printable(url)}")
     for search in summary["search"]:
         click.echo(f"search {printable(search['query'])}:")
         for rank, hit in enumerate(search["results"], 1):

@@ -109,6 +109,13 @@ def test_demo_crawls_the_simulated_web_and_reports_the_servers_view(tmp_path: Pa
     assert jobs["revisits_agree_with_bodies"]
     assert jobs["near_copies_clustered_with_original"] == jobs["near_copies_fetched"]
     assert len(jobs["top_pages"]) == 5 and jobs["top_pages"][0]["url"] in result.stdout
+    graph = summary["graph"]  # the connectivity server over the same pages and edges as the link graph job
+    assert (graph["nodes"], graph["arcs"]) == (jobs["graph_nodes"], jobs["graph_edges"])
+    most = graph["most_linked"]
+    assert len(most) == 5 and most[0]["in_links"] >= most[-1]["in_links"] > 0
+    assert len(graph["in_links_of_most_linked"]) == min(5, most[0]["in_links"])
+    assert graph["in_links_not_shown"] == most[0]["in_links"] - len(graph["in_links_of_most_linked"])
+    assert f"links to {most[0]['url']}" in result.stdout and graph["in_links_of_most_linked"][0] in result.stdout
     searches = summary["search"]  # three queries on the index, from a top page's title
     assert len(searches) == 3 and all(search["results"] for search in searches)
     assert all(search["page_rank"] is not None for search in searches)  # each query matches the page it came from

@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,11 +39,12 @@ def best_of(repeat: int, work: Callable[[], object]) -> float:
     return min(times)
 
 
-def latencies_us(query: Callable[[int], object], nodes: list[int]) -> tuple[float, float]:
+def latencies_us(query: Callable[[Any], object], arguments: list[Any]) -> tuple[float, float]:
+    """p50 and p99 of one call per argument, in µs."""
     times = []
-    for node in nodes:
+    for argument in arguments:
         start = time.perf_counter_ns()
-        query(node)
+        query(argument)
         times.append(time.perf_counter_ns() - start)
     times.sort()
     return times[len(times) // 2] / 1000, times[int(len(times) * 0.99)] / 1000
@@ -182,7 +184,11 @@ def main() -> None:
     results = measure(arguments.data, arguments.queries)
     if arguments.pure_python_nodes:
         results["pure_python_vs_compiled"] = pure_python(arguments.data, arguments.pure_python_nodes)
-    if arguments.json:
+    report(results, arguments.json)
+
+
+def report(results: dict[str, object], as_json: bool) -> None:
+    if as_json:
         print(json.dumps(results, indent=2))
         return
     for key, value in results.items():

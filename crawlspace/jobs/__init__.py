@@ -1,5 +1,5 @@
 """Batch jobs over a crawl on Dask: exact and near-duplicate clusters, the link graph, PageRank, the
-search index.
+connectivity server's compressed graph (`connectivity`, crawlspace.graph), the search index.
 
 Who fills it: nothing during a crawl; `run(DIR)` (or `crawlspace jobs DIR`) after it, or during a
 pause. Who drains it: `crawlspace dups` and `crawlspace rank`, the search index and the link-graph

@@ -9,9 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crawlspace.display import printable
 from crawlspace.jobs import dedup, neardup, pagerank
 from crawlspace.jobs.output import read_table
 from crawlspace.store.reader import CrawlReader
+
+__all__ = ["Duplicates", "NotFetched", "duplicates_of", "printable", "top_ranked"]
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,3 @@ def top_ranked(crawl_dir: str | Path, top: int) -> list[dict[str, Any]]:
         {"url": url, "pagerank": float(rank), "indegree": int(indegree)}
         for url, rank, indegree in zip(best["url"], best["pagerank"], best["indegree"], strict=True)
     ]
-
-
-def printable(text: str) -> str:
-    """A URL from a crawl shown on a terminal: control characters escaped (what a crawl shows is hostile input)."""
-    return "".join(char if char.isprintable() else f"\\x{ord(char):02x}" for char in text)

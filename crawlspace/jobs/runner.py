@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crawlspace.jobs import dedup, graph, index, neardup, pagerank
+from crawlspace.jobs import connectivity, dedup, graph, index, neardup, pagerank
 from crawlspace.jobs.context import LOCAL_SCHEDULERS, JobContext
 from crawlspace.jobs.output import JOBS_DIR, SUMMARY, pending_output
 
@@ -40,6 +40,7 @@ JOBS: dict[str, Job] = {
     for job in (
         Job(graph.NAME, graph.run),
         Job(pagerank.NAME, pagerank.run, needs=lambda options: (graph.NAME,)),
+        Job(connectivity.NAME, connectivity.run, needs=lambda options: (graph.NAME,)),
         Job(dedup.NAME, dedup.run, needs=lambda options: dedup.inputs(**options)),
         Job(neardup.NAME, neardup.run),
         Job(index.NAME, index.run, needs=lambda options: index.inputs(**options)),

@@ -127,9 +127,10 @@ def test_representative_by_inlinks(crawled: tuple[Path, list[str]], synchronous:
     assert list(clusters["urls"]) == list(table(directory, "dedup", "clusters")["urls"])
 
 
-def truth_edges(web: SimWeb, fetched: set[str]) -> set[tuple[str, str]]:
-    """Followed links (and redirects) between fetched URLs, from the generator's arrays."""
-    links = LinkTable(web.data, follow_nofollow=False)
+def truth_edges(web: SimWeb, fetched: set[str], follow_nofollow: bool = False) -> set[tuple[str, str]]:
+    """Followed links (and redirects) between fetched URLs, from the generator's arrays (nofollow ones too if
+    `follow_nofollow`)."""
+    links = LinkTable(web.data, follow_nofollow=follow_nofollow)
     edges = set()
     for url in fetched:
         node = web.node_of(url)
