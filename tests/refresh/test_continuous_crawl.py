@@ -26,8 +26,9 @@ MAX_RATE = 60.0
 SECONDS = 25.0
 
 
-def changing_web(*, hosts: int, seed: int) -> SimWeb:
-    """A small changing web whose clock starts now, 360 times faster than the test's (an hour in 10 s)."""
+def changing_web(*, hosts: int, seed: int, time_scale: float = 360.0) -> SimWeb:
+    """A small changing web whose clock starts now, `time_scale` times faster than the test's (360: an
+    hour in 10 s)."""
     return SimWeb.generate(
         SimWebConfig(
             hosts=hosts,
@@ -37,7 +38,7 @@ def changing_web(*, hosts: int, seed: int) -> SimWeb:
             robots_crawl_delay=0.0,
             include_trap=False,
             changing=True,
-            time_scale=360.0,
+            time_scale=time_scale,
             change_epoch=float(int(time.time())),
         )
     )
@@ -101,6 +102,39 @@ def test_a_continuous_crawl_refreshes_politely_within_its_rate(tmp_path: Path) -
         outcomes = Counter(page.fetch.outcome for page in reader.pages())
     assert profiles[NOT_MODIFIED_PROFILE] == statuses[304]
     assert outcomes["not-modified"] > 0  # the stored copy is current: the table says so, and keeps the page
+
+
+def test_a_continuous_crawl_in_two_processes_is_polite_and_keeps_the_global_rate(tmp_path: Path) -> None:
+    """--processes 2: each partition refreshes its own hosts at its share of max_rate; together they
+    stay within it (measured by the server over every second), one connection per host at a time."""
+    rate, seconds = 30.0, 16.0
+    web = changing_web(hosts=12, seed=5)
+    with serve_in_background(web, tmp_path / "simweb", seeds=4) as running:
+        config = CrawlConfig(
+            min_delay=MIN_DELAY, allow_private_addresses=True, hosts_file=str(running.hosts_file), processes=2,
+            max_seconds=seconds, refresh=True, max_rate=rate, refresh_share=0.8, refresh_min_interval=0.5,
+            refresh_max_interval=10.0, checkpoint_interval=2.0,
+        )  # fmt: skip
+        started = time.time()
+        stats = Crawler(config, out=tmp_path / "crawl", seeds=running.seeds, progress=False).run()
+        running.stop()
+        log = running.read_log()
+    assert stats.termination == "max-seconds"
+    verdict = judge_crawl(web, log, running.seeds, min_delay=MIN_DELAY)
+    assert not verdict.disallowed and not verdict.host_overlaps and not verdict.ip_overlaps, verdict.summary()
+    assert not verdict.delay_violations, verdict.summary()
+    pages = [entry for entry in log if entry.path != "/robots.txt"]
+    counts = Counter((entry.host, entry.path) for entry in pages)
+    assert sum(1 for count in counts.values() if count > 1) > len(counts) / 2  # both partitions refresh
+    per_second = Counter(int(entry.arrived - started) for entry in log)
+    assert max(per_second.values()) <= rate * 1.2 + 2, per_second.most_common(3)  # all partitions together
+    busy = [count for second, count in per_second.items() if 3 <= second < seconds - 1]
+    assert sum(busy) / len(busy) > rate * 0.5, per_second  # the budget is used, not just respected
+    workers = sorted((tmp_path / "crawl" / "workers").iterdir())
+    assert len(workers) == 2
+    for worker in workers:  # each partition kept a schedule of its own pages
+        section = json.loads((worker / "stats.json").read_text())["refresh"]
+        assert section["scheduled_urls"] > 0 and section["handed_out"] > 0, (worker, section)
 
 
 def test_the_schedule_survives_a_kill_and_is_never_behind_the_journal(tmp_path: Path) -> None:
