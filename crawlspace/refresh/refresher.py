@@ -76,6 +76,7 @@ class PageRecord(msgspec.Struct, array_like=True):
     depth: int
     history: ChangeHistory = msgspec.field(default_factory=ChangeHistory)
     counted: float | None = None  # the estimate this page last added to its host's rate (None: none yet)
+    due: float = 0.0  # the next due time its last fetch gave (a hand-out's lease replaces it in the schedule)
 
 
 @dataclass
@@ -135,6 +136,9 @@ class Refresher:
         self._fitted_pages = 0
         self._tokens = 0.0
         self._tokens_at: float | None = None
+        # handed out and not fetched yet, with the time (not handed out again early until their lease
+        # ends); in hand-out order, so the ones whose lease ran out are at the front
+        self._out: dict[str, float] = {}
 
     def __repr__(self) -> str:
         return f"Refresher({self.policy.name}, {self.rate:g}/s, {len(self.schedule)} scheduled)"
@@ -158,10 +162,17 @@ class Refresher:
 
     def recently_fetched(self, url: str) -> bool:
         """Fetched less than `min_interval` ago: a second copy of its refresh (a lease that ran out
-        while the first waited in the frontier, or a resume) is dropped."""
+        while the first waited in the frontier, a page handed out again after its first copy's
+        refetch, or a resume) is dropped. The copy's hand-out leased the page for `lease` seconds:
+        the page goes back to the due time its last fetch gave it (else a page the policy wants
+        every few seconds would wait out the lease), and the budget the copy took is given back."""
+        self._out.pop(url, None)
         record = self.record(url)
         if record is not None and self.clock() - record.fetched < self.min_interval:
             self.stats.skipped_recent += 1
+            self._tokens = min(self._tokens + 1.0, max(1.0, self.rate))
+            if record.due > record.fetched and self.schedule.due_time(url) != record.due:
+                self.schedule.put(url, record.due, 0, self._encoder.encode(record))
             return True
         return False
 
@@ -210,6 +221,8 @@ class Refresher:
         interval = self.max_interval if frequency <= 0 else 1.0 / frequency
         interval = min(max(interval, self.min_interval), self.max_interval)
         due = now + interval
+        record.due = due
+        self._out.pop(url, None)
         self.schedule.put(url, due, 0, self._encoder.encode(record))
         self.stats.scheduled += 1
         return due
@@ -285,15 +298,26 @@ class Refresher:
         allowed = min(limit, int(self._tokens))
         if allowed <= 0:
             return []
+        while self._out and next(iter(self._out.values())) < now - lease:  # never fetched: leases over
+            del self._out[next(iter(self._out))]
         taken = self.schedule.take(now, allowed, lease=lease)
         if full and len(taken) < allowed:  # work-conserving: the pages due soonest go early
-            early = self.schedule.take(now, allowed - len(taken), lease=lease, until=math.inf)
+            # (once every page not out is taken, the next soonest are the leased ones: pages still in
+            # the frontier or in flight, and those just taken, whose second copy would only be dropped)
+            now_out = {item.url for item in taken}
+            early = [
+                item
+                for item in self.schedule.take(now, allowed - len(taken), lease=lease, until=math.inf)
+                if item.url not in self._out and item.url not in now_out
+            ]
             self.stats.early += len(early)
             taken += early
         self._tokens -= len(taken)
         self.stats.handed_out += len(taken)
         out: list[tuple[str, int]] = []
         for item in taken:
+            self._out.pop(item.url, None)
+            self._out[item.url] = now
             try:
                 depth = self._decoder.decode(item.data).depth if item.data else 0
             except msgspec.DecodeError:

@@ -184,3 +184,30 @@ def test_quality_weights_give_spam_that_changes_on_every_fetch_fewer_refreshes()
     assert spam_plain > 50, (spam_plain, linked_plain)  # unweighted optimal does spend on the spam
     assert spam_weighted < spam_plain / 2, (spam_weighted, spam_plain)
     assert linked_weighted > linked_plain, (linked_weighted, linked_plain)
+
+
+def test_a_dropped_second_copy_gives_the_page_its_due_time_back_and_the_budget_too() -> None:
+    """A copy handed out after the first copy's refetch (the lease it took is 600 s) is dropped as
+    recently fetched: the page must not wait out that lease, but come back when its last fetch said."""
+    made, clock = refresher(Uniform(), rate=0.01)
+    made.fetched("http://a.test/", status=200, fingerprint=1, etag=None, last_modified=None, depth=0)
+    due = made.schedule.due_time("http://a.test/")
+    assert due is not None and due > clock.now
+    clock.now += 1.0
+    assert [item.url for item in made.schedule.take(clock.now, 10, lease=600.0, until=math.inf)] == ["http://a.test/"]
+    assert made.schedule.due_time("http://a.test/") == pytest.approx(clock.now + 600.0)  # leased again
+    assert made.recently_fetched("http://a.test/")
+    assert made.schedule.due_time("http://a.test/") == pytest.approx(due)
+
+
+def test_the_work_conserving_feed_does_not_hand_out_a_page_still_out() -> None:
+    made, clock = refresher(rate=5.0)
+    made.schedule.put("http://a.test/1", clock.now + 100.0)
+    made.schedule.put("http://a.test/2", clock.now + 200.0)
+    made.due(10, lease=600.0)
+    clock.now += 2.0  # the budget unspent for a second: pages due later go early
+    assert sorted(url for url, _ in made.due(10, lease=600.0)) == ["http://a.test/1", "http://a.test/2"]
+    clock.now += 2.0  # both still out (leased, not fetched): not handed out a second time
+    assert made.due(10, lease=600.0) == []
+    clock.now += 700.0  # their leases ran out unfetched: out again
+    assert len(made.due(10, lease=600.0)) == 2
