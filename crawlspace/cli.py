@@ -438,8 +438,11 @@ def _make_output_dir(out: Path) -> None:
     "--out", type=click.Path(path_type=Path), required=True, help="Directory for freshness.png and the tables."
 )
 @click.option("--policies", default=",".join(REFRESH_POLICY_NAMES), show_default=True, help="Comma-separated policies.")
-@click.option("--seconds", type=click.FloatRange(10), default=90.0, show_default=True, help="Each policy's crawl.")
-@click.option("--warmup", type=click.FloatRange(0), default=30.0, show_default=True, help="Left out of the averages.")
+@click.option("--seconds", type=click.FloatRange(10), default=300.0, show_default=True, help="Each policy's crawl.")
+@click.option(
+    "--warmup", type=click.FloatRange(0), default=150.0, show_default=True,
+    help="Left out of the averages (the first pass and the first refetches).",
+)  # fmt: skip
 @click.option("--max-rate", type=click.FloatRange(0.1), default=15.0, show_default=True, help="The fetch budget.")
 @click.option("--time-scale", type=click.FloatRange(1), default=20000.0, show_default=True, help="The web's clock.")
 @click.option("--hosts", type=click.IntRange(2, 5000), default=40, show_default=True, help="Hosts of the web.")

@@ -501,6 +501,14 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
             "or optimal (Cho & Garcia-Molina's freshness-optimal allocation)."
         ),
     ] = "optimal"
+    refresh_weights: Annotated[
+        Literal["in-links", "none"],
+        _doc(
+            "Page quality for the refresh policy: in-links (log2(2 + pages linking it), counted as the crawl "
+            "finds them, so that spam changing on every fetch that nobody links gets few refetches) or none "
+            "(plain freshness)."
+        ),
+    ] = "in-links"
     max_rate: Annotated[
         PositiveFloat | None,
         _doc("Fetches per second of the whole crawl (all processes together): its bandwidth budget (None: no cap)."),

@@ -677,13 +677,16 @@ class CrawlEngine:
                 self._follow_up(self.recorder.record_sitemap(result, entry), entry)
             else:
                 recorded = await self._record(result, entry, first=first, fingerprint=fingerprint)
-                self._follow_up(recorded, entry)
+                followed = self._follow_up(recorded, entry)
                 if not decision.retry:
                     self.handoff.page_done(result, entry, recorded.page)
                 if self.refreshing is not None:
                     if fingerprint is None and result.status == 200:
                         fingerprint = result.payload_fingerprint()
-                    self.refreshing.fetched(result, entry, fingerprint=fingerprint, retry=decision.retry)
+                    self.refreshing.fetched(
+                        result, entry, fingerprint=fingerprint, retry=decision.retry,
+                        links=[link.url for link in followed if not link.hops],
+                    )  # fmt: skip
             if decision.retry:  # back into the frontier, behind a longer rest of its host: no worker waits
                 self.resume_state.attempts[entry.url] = attempts
                 self.stats.retries += 1
@@ -732,17 +735,18 @@ class CrawlEngine:
         match = await self.partition.near_match(result.url, result.started, pending.signature)
         return self.recorder.record_near(pending, match)
 
-    def _follow_up(self, recorded: Recorded, entry: FrontierEntry) -> None:
-        """Hand on what recording a fetch decided: scope, sitemap files, links, the peers' settlement."""
+    def _follow_up(self, recorded: Recorded, entry: FrontierEntry) -> list[FrontierEntry]:
+        """Hand on what recording a fetch decided: scope, sitemap files, links, the peers' settlement;
+        the links followed, normalized (the refresher counts them as in-links)."""
         if recorded.widen_scope is not None:
             self.links.widen_scope(entry.url, recorded.widen_scope)
         if recorded.sitemap_files:
             base = recorded.links.base if recorded.links else entry.url
             self.links.add_sitemaps(recorded.sitemap_files, base, entry.depth)
-        if recorded.links is not None:
-            self.links.follow(recorded.links)
+        followed = self.links.follow(recorded.links) if recorded.links is not None else []
         if recorded.settle is not None and self.peers is not None:
             self.peers.settle(recorded.settle[0], entry.url, stored=recorded.settle[1])
+        return followed
 
     # -- extension points (crawlspace.hooks) ---------------------------------------------------
 

@@ -122,8 +122,9 @@ class LinkPipeline:
         with contextlib.suppress(InvalidURL):
             self.url_filter.add_seed(self.normalizer(join(seed_url, location)))
 
-    def follow(self, links: Links) -> None:
-        """Resolve and normalize the hrefs of `links`, then enqueue them."""
+    def follow(self, links: Links) -> list[FrontierEntry]:
+        """Resolve and normalize the hrefs of `links`, then enqueue them; the entries, normalized (before
+        the URL filter and the URL-seen test)."""
         entries: list[FrontierEntry] = []
         kept_anchors: list[str] = []
         normalizer, anchors, base = self.normalizer, links.anchors, links.base
@@ -142,6 +143,7 @@ class LinkPipeline:
         self.enqueue(
             entries, source=links.source, anchors=kept_anchors if anchors is not None else None, content=links.content
         )
+        return entries
 
     def enqueue(
         self,

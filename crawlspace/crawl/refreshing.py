@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from crawlspace.config import CrawlConfig
@@ -57,6 +57,7 @@ class Refreshing:
             config.max_rate * config.refresh_share / partitions,
             min_interval=config.refresh_min_interval,
             max_interval=config.refresh_max_interval,
+            quality=config.refresh_weights,
         )
         return cls(refresher, frontier, wake=wake)
 
@@ -66,7 +67,10 @@ class Refreshing:
     def validators(self, url: str) -> Validators | None:
         return self.refresher.validators(url)
 
-    def fetched(self, result: FetchResult, entry: FrontierEntry, *, fingerprint: int | None, retry: bool) -> None:
+    def fetched(
+        self, result: FetchResult, entry: FrontierEntry, *, fingerprint: int | None, retry: bool,
+        links: Sequence[str] = (),
+    ) -> None:  # fmt: skip
         status = result.status
         if retry or not status or (300 <= status < 400 and status != 304):
             return  # comes back (a retry, or its lease), or is a redirect: its target is its own page
@@ -77,7 +81,7 @@ class Refreshing:
             return
         self.refresher.fetched(
             result.url, status=status, fingerprint=fingerprint, etag=result.header("etag"),
-            last_modified=result.header("last-modified"), depth=entry.depth,
+            last_modified=result.header("last-modified"), depth=entry.depth, links=links,
         )  # fmt: skip
 
     async def feed(self) -> None:

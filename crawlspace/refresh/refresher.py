@@ -18,8 +18,19 @@ robots.txt and the URL filter apply as for new URLs; before fetching one, the en
 
 The policy is fitted every `refit_every` seconds (and whenever the schedule has grown or shrunk by a
 tenth since) to a reservoir sample of the pages' current
-estimates (policies.RefreshPolicy.fit), so a crawl of any size holds a sample in memory, not its
-pages. Weights are 1 (plain freshness) until page quality is wired in.
+estimates and weights (policies.RefreshPolicy.fit), so a crawl of any size holds a sample in memory,
+not its pages.
+
+Weights are page quality (IIR 20.2.3: "high-quality pages that change frequently should be
+prioritized"), from in-links (`quality="in-links"`, the default): a page's weight is
+log2(2 + the pages seen linking it), 1 for a page nobody links, growing by one per doubling, so that
+a well-linked page that changes often is worth refetching and a spam page that changes on every
+fetch and that nobody links is not. The links are counted as the crawl finds them, cheaply: when a
+page is first fetched, each distinct target of its links (not itself) gains one, in the schedule's
+store (schedule.py), in the same write as the page's scheduling. Links a page gains in later versions
+are not counted (that would need each page's earlier link set). In a crawl of several partitions
+each partition counts the links its own pages make: a page linked from other partitions weighs less
+than it would in one process. `quality="none"`: every weight is 1 (plain freshness).
 
 Invariants: a page fetched is in the schedule once (its next due time); a URL handed out stays in
 the schedule under a lease until its refetch reschedules it, so a crash between the two loses
@@ -32,9 +43,10 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
+from typing import Literal
 
 import msgspec
 import numpy as np
@@ -64,6 +76,7 @@ class PageRecord(msgspec.Struct, array_like=True):
     depth: int
     history: ChangeHistory = msgspec.field(default_factory=ChangeHistory)
     counted: float | None = None  # the estimate this page last added to its host's rate (None: none yet)
+    due: float = 0.0  # the next due time its last fetch gave (a hand-out's lease replaces it in the schedule)
 
 
 @dataclass
@@ -107,6 +120,7 @@ class Refresher:
     max_interval: float = 30 * 86400.0
     clock: Callable[[], float] = time.time
     refit_every: float = REFIT_EVERY
+    quality: Literal["in-links", "none"] = "in-links"
     stats: RefreshStats = field(default_factory=RefreshStats)
 
     def __post_init__(self) -> None:
@@ -114,7 +128,7 @@ class Refresher:
         self._decoder = msgspec.msgpack.Decoder(PageRecord)
         self._hosts: dict[str, _HostRate] = {}
         self._sampled: list[str] = []  # a uniform sample of the pages (reservoir sampling as they are first fetched)
-        self._sample: dict[str, float] = {}  # ... with each one's current estimate
+        self._sample: dict[str, tuple[float, float]] = {}  # ... with each one's current estimate and weight
         self._pages_seen = 0
         self._random = random.Random(0)
         self._rule: PageRule | None = None
@@ -122,6 +136,9 @@ class Refresher:
         self._fitted_pages = 0
         self._tokens = 0.0
         self._tokens_at: float | None = None
+        # handed out and not fetched yet, with the time (not handed out again early until their lease
+        # ends); in hand-out order, so the ones whose lease ran out are at the front
+        self._out: dict[str, float] = {}
 
     def __repr__(self) -> str:
         return f"Refresher({self.policy.name}, {self.rate:g}/s, {len(self.schedule)} scheduled)"
@@ -145,10 +162,17 @@ class Refresher:
 
     def recently_fetched(self, url: str) -> bool:
         """Fetched less than `min_interval` ago: a second copy of its refresh (a lease that ran out
-        while the first waited in the frontier, or a resume) is dropped."""
+        while the first waited in the frontier, a page handed out again after its first copy's
+        refetch, or a resume) is dropped. The copy's hand-out leased the page for `lease` seconds:
+        the page goes back to the due time its last fetch gave it (else a page the policy wants
+        every few seconds would wait out the lease), and the budget the copy took is given back."""
+        self._out.pop(url, None)
         record = self.record(url)
         if record is not None and self.clock() - record.fetched < self.min_interval:
             self.stats.skipped_recent += 1
+            self._tokens = min(self._tokens + 1.0, max(1.0, self.rate))
+            if record.due > record.fetched and self.schedule.due_time(url) != record.due:
+                self.schedule.put(url, record.due, 0, self._encoder.encode(record))
             return True
         return False
 
@@ -164,8 +188,10 @@ class Refresher:
         last_modified: str | None,
         depth: int,
         at: float | None = None,
+        links: Iterable[str] = (),
     ) -> float:
-        """Reschedule a page after a fetch that got a response; its next due time."""
+        """Reschedule a page after a fetch that got a response; its next due time. `links`: the
+        (normalized) targets of the page's links, counted as in-links at its first fetch."""
         now = self.clock() if at is None else at
         record = self.record(url)
         not_modified = status == 304
@@ -184,14 +210,19 @@ class Refresher:
         else:
             record = PageRecord(now, fingerprint, etag, last_modified, depth)
         new_page = self.schedule.entry(url) is None
+        if new_page and self.quality == "in-links":
+            self.schedule.add_inlinks(set(links) - {url})
         rate = self._rate(record, host_of(url))
-        self._offer(url, rate, new_page=new_page)
-        frequency = self._frequency(rate, now, new_page=new_page)
+        weight = self.weight(url)
+        self._offer(url, rate, weight, new_page=new_page)
+        frequency = self._frequency(rate, weight, now, new_page=new_page)
         if len(record.history) < EXPLORE:  # too little seen to judge: the even share, to learn its rate
             frequency = self.rate / (len(self.schedule) + new_page)
         interval = self.max_interval if frequency <= 0 else 1.0 / frequency
         interval = min(max(interval, self.min_interval), self.max_interval)
         due = now + interval
+        record.due = due
+        self._out.pop(url, None)
         self.schedule.put(url, due, 0, self._encoder.encode(record))
         self.stats.scheduled += 1
         return due
@@ -213,40 +244,46 @@ class Refresher:
         prior = known.rate if known.rate is not None else self._global_rate()
         return BLEND.rate(own, len(history), prior)
 
-    def _global_rate(self) -> float:
-        return float(np.mean(list(self._sample.values()))) if self._sample else DEFAULT_RATE
+    def weight(self, url: str) -> float:
+        """The page's quality weight (see the module docstring)."""
+        if self.quality == "none":
+            return 1.0
+        return math.log2(2.0 + self.schedule.inlinks(url))
 
-    def _offer(self, url: str, rate: float, *, new_page: bool) -> None:
+    def _global_rate(self) -> float:
+        return float(np.mean([rate for rate, _ in self._sample.values()])) if self._sample else DEFAULT_RATE
+
+    def _offer(self, url: str, rate: float, weight: float, *, new_page: bool) -> None:
         """The sample the policy is fitted to: pages drawn uniformly (Vitter's algorithm R over pages as
         they are first fetched), each with its latest estimate; a page refetched more often must not
         weigh more."""
         if url in self._sample:
-            self._sample[url] = rate
+            self._sample[url] = (rate, weight)
             return
         if not new_page:
             return
         self._pages_seen += 1
         if len(self._sampled) < SAMPLE:
             self._sampled.append(url)
-            self._sample[url] = rate
+            self._sample[url] = (rate, weight)
             return
         slot = self._random.randrange(self._pages_seen)
         if slot < SAMPLE:
             del self._sample[self._sampled[slot]]
             self._sampled[slot] = url
-            self._sample[url] = rate
+            self._sample[url] = (rate, weight)
 
-    def _frequency(self, rate: float, now: float, *, new_page: bool) -> float:
+    def _frequency(self, rate: float, weight: float, now: float, *, new_page: bool) -> float:
         pages = len(self.schedule) + new_page  # the page being rescheduled counts, once
         grown = abs(pages - self._fitted_pages) > 0.1 * self._fitted_pages  # the crawl's first pass, mostly
         if self._rule is None or grown or now - self._fitted_at >= self.refit_every:
             self._fitted_pages = pages
-            rates = np.array(list(self._sample.values()) or [rate])
-            share = self.rate * len(rates) / max(pages, len(rates))
-            self._rule = self.policy.fit(rates, np.ones(len(rates)), share)
+            sample = np.array(list(self._sample.values()) or [(rate, weight)], np.float64)
+            share = self.rate * len(sample) / max(pages, len(sample))
+            self._rule = self.policy.fit(sample[:, 0], sample[:, 1], share)
             self._fitted_at = now
             self.stats.fits += 1
-        return self._rule.frequency(rate, 1.0)
+        return self._rule.frequency(rate, weight)
 
     # -- the feed ------------------------------------------------------------------------------
 
@@ -261,15 +298,26 @@ class Refresher:
         allowed = min(limit, int(self._tokens))
         if allowed <= 0:
             return []
+        while self._out and next(iter(self._out.values())) < now - lease:  # never fetched: leases over
+            del self._out[next(iter(self._out))]
         taken = self.schedule.take(now, allowed, lease=lease)
         if full and len(taken) < allowed:  # work-conserving: the pages due soonest go early
-            early = self.schedule.take(now, allowed - len(taken), lease=lease, until=math.inf)
+            # (once every page not out is taken, the next soonest are the leased ones: pages still in
+            # the frontier or in flight, and those just taken, whose second copy would only be dropped)
+            now_out = {item.url for item in taken}
+            early = [
+                item
+                for item in self.schedule.take(now, allowed - len(taken), lease=lease, until=math.inf)
+                if item.url not in self._out and item.url not in now_out
+            ]
             self.stats.early += len(early)
             taken += early
         self._tokens -= len(taken)
         self.stats.handed_out += len(taken)
         out: list[tuple[str, int]] = []
         for item in taken:
+            self._out.pop(item.url, None)
+            self._out[item.url] = now
             try:
                 depth = self._decoder.decode(item.data).depth if item.data else 0
             except msgspec.DecodeError:

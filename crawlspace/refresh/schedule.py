@@ -7,9 +7,13 @@ LMDB's 72 for this kind of small record, DESIGN.md section 6) under two key spac
 
     b"d" + due time (microseconds, 8 bytes big-endian) + URL fingerprint (8)  ->  msgpack [url, priority, data]
     b"u" + URL fingerprint (8)                                                 ->  the due key's 16 bytes
+    b"i" + URL fingerprint (8)                                                 ->  in-links counted (8 bytes)
 
 so that the due URLs are a range scan from the start, and rescheduling a URL finds and replaces its
-old entry. The count is kept in a meta key, in the same batches.
+old entry. The count is kept in a meta key, in the same batches. The in-link counts are the pages'
+quality weights (refresher.py): kept with the schedule, in the same write batches, because a page's
+links are counted when it is first scheduled, and a kill -9 must neither lose that count nor repeat
+it (the page and its links' counts come back together, or neither does).
 
 Handing out is at least once: `take(now, limit)` returns the URLs due by `now` and moves each
 `lease` seconds ahead in one write, so a URL taken and then lost with the process (a kill -9
@@ -32,7 +36,7 @@ from __future__ import annotations
 import bisect
 import math
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
@@ -46,6 +50,7 @@ COUNT_KEY = b"\x00count"
 FORMAT = b"crawlspace-refresh-schedule-1"
 DUE = b"d"
 URL = b"u"
+INLINKS = b"i"
 DEFAULT_LEASE = 3600.0  # seconds a URL handed out waits before it is handed out again, unless refetched
 _KEY = struct.Struct(">QQ")
 _COUNT = struct.Struct(">Q")
@@ -89,6 +94,14 @@ class Schedule(Protocol):
 
     def next_due(self) -> float | None:
         """The earliest due time, None when nothing is scheduled."""
+        ...
+
+    def add_inlinks(self, urls: Iterable[str]) -> None:
+        """One more in-link for each of `urls` (scheduled or not; a URL once per call, as given)."""
+        ...
+
+    def inlinks(self, url: str) -> int:
+        """In-links counted for `url` (0 if none)."""
         ...
 
     def commit(self, *, sync: bool = True) -> None: ...
@@ -258,6 +271,22 @@ class RefreshSchedule:
         self.commit(sync=False)  # the leases at once: a process dying now finds them leased
         return taken
 
+    def add_inlinks(self, urls: Iterable[str]) -> None:
+        for url in urls:
+            key = INLINKS + url_fingerprint(url).to_bytes(8, "big")
+            self._set(key, _COUNT.pack(self._inlinks(key) + 1))
+
+    def inlinks(self, url: str) -> int:
+        return self._inlinks(INLINKS + url_fingerprint(url).to_bytes(8, "big"))
+
+    def _inlinks(self, key: bytes) -> int:
+        raw = self._get(key)
+        if raw is None:
+            return 0
+        if len(raw) != _COUNT.size:
+            raise ScheduleError(f"{self.path}: the in-link count at key {key.hex()} is {len(raw)} bytes")
+        return int(_COUNT.unpack(raw)[0])
+
     def next_due(self) -> float | None:
         for key, _ in self._due_entries(None):
             micros: int = _KEY.unpack(key[1:])[0]
@@ -288,6 +317,7 @@ class MemorySchedule:
     def __init__(self) -> None:
         self._order: list[tuple[int, int]] = []
         self._by_fingerprint: dict[int, tuple[int, str, int, bytes]] = {}  # fp -> (due micros, url, priority, data)
+        self._inlinks: dict[int, int] = {}
 
     def __repr__(self) -> str:
         return f"MemorySchedule({len(self)} URLs)"
@@ -335,6 +365,14 @@ class MemorySchedule:
 
     def next_due(self) -> float | None:
         return self._order[0][0] / 1_000_000 if self._order else None
+
+    def add_inlinks(self, urls: Iterable[str]) -> None:
+        for url in urls:
+            fingerprint = url_fingerprint(url)
+            self._inlinks[fingerprint] = self._inlinks.get(fingerprint, 0) + 1
+
+    def inlinks(self, url: str) -> int:
+        return self._inlinks.get(url_fingerprint(url), 0)
 
     def commit(self, *, sync: bool = True) -> None:
         """Nothing to write."""

@@ -29,7 +29,10 @@ pages' verdicts from the owners' answers (`record_near`) instead of calling `che
 
 Each URL's record keeps its content fingerprint (IIR §20.2.1): when a page is fetched again
 with another body, its outdated fingerprint (and its LSH entries) are deleted, so that the
-old content at another URL is no longer called a duplicate of a page that no longer has it.
+old content at another URL is no longer called a duplicate of a page that no longer has it. An exact
+copy refetched with the same body is judged again when its original no longer has that body (then
+it may be the body's first itself): a page that changed back and forth is judged against the
+crawl's current content only, never against versions that have been replaced.
 
 Storage: LMDB (point lookups, the access pattern here: a few dozen per page; DESIGN.md §6),
 in DIR with four tables: fp (content fingerprint -> first URL and time), url (URL fingerprint
@@ -242,7 +245,7 @@ class ContentSeen:
         previous = txn.get(url_key, db=self._url_db)
         if previous is not None:
             record = _UrlRecord.unpack(previous)
-            if record.content_fp == body_fingerprint:
+            if record.content_fp == body_fingerprint and self._still_judged(record, body_fingerprint, first):
                 return ContentVerdict(ContentKind.UNCHANGED, url, record.fetched_at, 1.0)
             self._forget(url_fp, record)
         fp_key = _key(body_fingerprint)
@@ -267,6 +270,17 @@ class ContentSeen:
         record = _UrlRecord(body_fingerprint, fetched_at, ContentKind.NEW, 0.0, 0, b"", url)
         txn.put(url_key, record.pack(), db=self._url_db)
         return NEW
+
+    def _still_judged(self, record: _UrlRecord, body_fingerprint: int, first: tuple[str, float] | None) -> bool:
+        """The verdict of a page's last fetch still holds for the same body: always, unless it was an
+        exact copy of a URL that no longer has that body (the original changed since: the copy is
+        then judged again, against what the crawl holds now, and may be the body's first itself)."""
+        if record.kind != ContentKind.EXACT:
+            return True
+        if first is not None:
+            return url_fingerprint(first[0]) == record.of_url_fp
+        stored = self._txn.get(_key(body_fingerprint), db=self._fp_db)
+        return stored is not None and _FP_RECORD.unpack_from(stored)[0] == record.of_url_fp
 
     def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> tuple[str, float]:
         """The partitioned exact test (crawl.workers): this set owns `body_fingerprint` among the

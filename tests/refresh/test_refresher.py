@@ -3,6 +3,8 @@ page's history and next due time, the feed's pace, the guard against a second co
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from crawlspace.crawl.ratelimit import RateLimit
@@ -125,3 +127,87 @@ def test_the_rate_limit_spaces_fetches() -> None:
     assert [burst.reserve(5.0) for _ in range(4)] == pytest.approx([0.0, 0.0, 0.0, 0.25])
     with pytest.raises(ValueError):
         RateLimit(0.0)
+
+
+def _spam_and_linked_pages(quality: str) -> tuple[int, int, Refresher]:
+    """30 pages that change about every 100 s, each linked by all the others, and 5 spam pages that
+    change on every fetch and that nobody links, refreshed by optimal at 1 fetch/s for an hour of a fake
+    clock; the refetches of the spam pages and of the others."""
+    import random
+
+    clock = Clock()
+    made = Refresher(
+        MemorySchedule(), Optimal(), 1.0, min_interval=10.0, max_interval=10_000.0, clock=clock, refit_every=600.0,
+        quality=quality,  # type: ignore[arg-type]
+    )  # fmt: skip
+    generator = random.Random(3)
+    linked = [f"http://good.test/{k}" for k in range(30)]
+    spam = [f"http://spam.test/{k}" for k in range(5)]
+    changes = {url: 0.0 for url in linked}  # time of each good page's last change
+    versions = {url: 0 for url in linked + spam}
+    refetches = {url: 0 for url in linked + spam}
+
+    def fetch(url: str) -> None:
+        if url in changes:
+            while changes[url] + (gap := generator.expovariate(0.01)) <= clock.now:
+                changes[url] += gap
+                versions[url] += 1
+        else:
+            versions[url] += 1  # a different body at every request
+        made.fetched(
+            url, status=200, fingerprint=versions[url], etag=None, last_modified=None, depth=1,
+            links=linked if url in changes else (),
+        )  # fmt: skip
+
+    start = clock.now
+    for url in linked + spam:
+        fetch(url)
+        clock.now += 0.5
+    for key in changes:
+        changes[key] = start
+    while clock.now < start + 3600.0:
+        clock.now += 1.0
+        for url, _ in made.due(10, lease=600.0):
+            refetches[url] += 1
+            fetch(url)
+    return sum(refetches[url] for url in spam), sum(refetches[url] for url in linked), made
+
+
+def test_quality_weights_give_spam_that_changes_on_every_fetch_fewer_refreshes() -> None:
+    """IIR 20.2.3: unweighted, a page that changes on every fetch looks like a page changing about once
+    per interval (a change seen every time: the estimate can say no more), and optimal keeps
+    refetching it; weighted by in-links, the well-linked pages take that budget."""
+    spam_plain, linked_plain, plain = _spam_and_linked_pages("none")
+    spam_weighted, linked_weighted, weighted = _spam_and_linked_pages("in-links")
+    assert weighted.weight("http://good.test/0") == pytest.approx(math.log2(2 + 29))
+    assert weighted.weight("http://spam.test/0") == 1.0 and plain.weight("http://good.test/0") == 1.0
+    assert spam_plain > 50, (spam_plain, linked_plain)  # unweighted optimal does spend on the spam
+    assert spam_weighted < spam_plain / 2, (spam_weighted, spam_plain)
+    assert linked_weighted > linked_plain, (linked_weighted, linked_plain)
+
+
+def test_a_dropped_second_copy_gives_the_page_its_due_time_back_and_the_budget_too() -> None:
+    """A copy handed out after the first copy's refetch (the lease it took is 600 s) is dropped as
+    recently fetched: the page must not wait out that lease, but come back when its last fetch said."""
+    made, clock = refresher(Uniform(), rate=0.01)
+    made.fetched("http://a.test/", status=200, fingerprint=1, etag=None, last_modified=None, depth=0)
+    due = made.schedule.due_time("http://a.test/")
+    assert due is not None and due > clock.now
+    clock.now += 1.0
+    assert [item.url for item in made.schedule.take(clock.now, 10, lease=600.0, until=math.inf)] == ["http://a.test/"]
+    assert made.schedule.due_time("http://a.test/") == pytest.approx(clock.now + 600.0)  # leased again
+    assert made.recently_fetched("http://a.test/")
+    assert made.schedule.due_time("http://a.test/") == pytest.approx(due)
+
+
+def test_the_work_conserving_feed_does_not_hand_out_a_page_still_out() -> None:
+    made, clock = refresher(rate=5.0)
+    made.schedule.put("http://a.test/1", clock.now + 100.0)
+    made.schedule.put("http://a.test/2", clock.now + 200.0)
+    made.due(10, lease=600.0)
+    clock.now += 2.0  # the budget unspent for a second: pages due later go early
+    assert sorted(url for url, _ in made.due(10, lease=600.0)) == ["http://a.test/1", "http://a.test/2"]
+    clock.now += 2.0  # both still out (leased, not fetched): not handed out a second time
+    assert made.due(10, lease=600.0) == []
+    clock.now += 700.0  # their leases ran out unfetched: out again
+    assert len(made.due(10, lease=600.0)) == 2

@@ -132,3 +132,23 @@ def test_a_corrupt_entry_is_named(tmp_path: Path) -> None:
     raw.close()
     with RefreshSchedule(tmp_path / "schedule") as schedule, pytest.raises(ScheduleError, match=due_key.hex()):
         schedule.take(20.0, 10)
+
+
+def test_in_link_counts_are_kept_with_the_schedule_and_committed_with_it(tmp_path: Path) -> None:
+    with RefreshSchedule(tmp_path / "s") as schedule:
+        schedule.put("http://a.test/", 10.0)
+        schedule.add_inlinks(["http://b.test/", "http://c.test/"])
+        schedule.add_inlinks(["http://b.test/"])
+        assert (schedule.inlinks("http://b.test/"), schedule.inlinks("http://c.test/")) == (2, 1)
+        assert schedule.inlinks("http://a.test/") == 0
+        schedule.commit()
+        schedule.put("http://d.test/", 10.0)  # never committed: lost together with its links' counts
+        schedule.add_inlinks(["http://b.test/"])
+        schedule._db.close()  # as a kill -9 would leave it: the uncommitted batch is gone
+        schedule._closed = True
+    with RefreshSchedule(tmp_path / "s") as reopened:
+        assert reopened.entry("http://d.test/") is None and reopened.inlinks("http://b.test/") == 2
+        assert [item.url for item in reopened.take(100.0, 10)] == ["http://a.test/"]  # counts are not due URLs
+    memory = MemorySchedule()
+    memory.add_inlinks(["http://b.test/", "http://b.test/"])
+    assert memory.inlinks("http://b.test/") == 2 and len(memory) == 0

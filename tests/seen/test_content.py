@@ -91,6 +91,87 @@ def test_refreshed_page_forgets_its_outdated_fingerprint(tmp_path: Path) -> None
     content.close()
 
 
+def test_a_page_that_changed_back_and_forth_is_judged_against_current_content_only(tmp_path: Path) -> None:
+    """IIR 20.2.1: a page's outdated fingerprint and LSH entries go when its new version is stored."""
+    content = ContentSeen(tmp_path)
+    own, other = text_of(11), text_of(12)
+    assert see(content, "http://a.test/", own) == (ContentKind.NEW, None)
+    assert see(content, "http://b.test/", other) == (ContentKind.NEW, None)
+    assert see(content, "http://a.test/", other) == (ContentKind.EXACT, "http://b.test/")  # A became a copy of B
+    # while A holds B's content, A's former text, exact or nearly, is no duplicate of A
+    assert see(content, "http://d.test/", changed(own, 2)) == (ContentKind.NEW, None)
+    # A changes back: judged against what D holds now, not against its own past
+    assert see(content, "http://a.test/", own) == (ContentKind.NEAR, "http://d.test/")
+    assert see(content, "http://c.test/", own) == (ContentKind.EXACT, "http://a.test/")  # A has it again
+    assert see(content, "http://e.test/", other) == (ContentKind.EXACT, "http://b.test/")  # B still has it
+    content.close()
+
+
+def test_a_copy_whose_original_changed_is_judged_again(tmp_path: Path) -> None:
+    content = ContentSeen(tmp_path)
+    body, later = text_of(14), text_of(15)
+    see(content, "http://a.test/", body)
+    assert see(content, "http://b.test/", body) == (ContentKind.EXACT, "http://a.test/")
+    assert see(content, "http://b.test/", body)[0] is ContentKind.UNCHANGED  # A still has it: nothing new
+    see(content, "http://a.test/", later)
+    # B is now the only holder of the body: new, the first of its copies
+    assert see(content, "http://b.test/", body) == (ContentKind.NEW, None)
+    assert see(content, "http://c.test/", body) == (ContentKind.EXACT, "http://b.test/")
+    content.close()
+
+
+_KILLED_WRITER = """
+import sys, time
+from pathlib import Path
+from crawlspace.seen.content import ContentSeen
+from crawlspace.urls.fingerprint import content_fingerprint
+
+directory, own, other, third = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+content = ContentSeen(directory, commit_every=1_000_000)
+
+def see(url, text):
+    if content.check(url, content_fingerprint(text.encode()), 1.0).kind.name == "NEW":
+        content.check_near(url, text)
+
+see("http://a.test/", own)
+see("http://b.test/", other)
+see("http://a.test/", other)  # A's own text forgotten ...
+content.checkpoint()  # ... durably
+see("http://b.test/", third)  # after the checkpoint: lost with the crash, B keeps `other`
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_forgotten_entries_stay_forgotten_after_kill_9_and_kept_ones_stay(tmp_path: Path) -> None:
+    """A kill -9 after a checkpoint: the set reopens at it, neither resurrecting the fingerprint and
+    LSH entries a refetch dropped nor losing the ones it kept; what came after is rolled back whole."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    own, other, third = text_of(16), text_of(17), text_of(18)
+    directory = tmp_path / "content"
+    process = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(directory), own, other, third], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    content = ContentSeen(directory)
+    assert content.fingerprint_of("http://a.test/") == content_fingerprint(other.encode())
+    assert content.fingerprint_of("http://b.test/") == content_fingerprint(other.encode())  # B's change rolled back
+    assert see(content, "http://x.test/", own) == (ContentKind.NEW, None)  # not resurrected: A no longer has it
+    assert see(content, "http://y.test/", changed(own, 2)) == (ContentKind.NEAR, "http://x.test/")
+    assert see(content, "http://z.test/", other) == (ContentKind.EXACT, "http://b.test/")  # kept
+    assert see(content, "http://w.test/", third) == (ContentKind.NEW, None)  # never committed
+    content.close()
+
+
 def test_persists_across_checkpoint_close_and_reopen(tmp_path: Path) -> None:
     content = ContentSeen(tmp_path, commit_every=1_000_000)
     body = text_of(7)
