@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any
 
 import click
 
@@ -21,15 +21,8 @@ from crawlspace.api import (
     published_cluster_config,
     saved_config,
 )
+from crawlspace.cliutil import fail, open_reader
 from crawlspace.config import POLICY_NAMES, REFRESH_POLICY_NAMES, ConfigError, CrawlConfig, reference_markdown
-
-if TYPE_CHECKING:  # imported where used, like the other commands' modules
-    from crawlspace.store.reader import CrawlReader
-
-
-def fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"crawlspace: error: {message}", err=True)
-    sys.exit(code)
 
 
 def _parse_resolve(values: tuple[str, ...]) -> dict[str, str]:
@@ -279,16 +272,6 @@ def warc_find(directory: Path, url: str) -> None:
         fail(f"no capture of {url}", code=1)
 
 
-def _open_reader(directory: Path) -> CrawlReader:
-    from crawlspace.store import CrawlTableError
-    from crawlspace.store.reader import CrawlReader
-
-    try:
-        return CrawlReader(directory)
-    except CrawlTableError as exc:
-        fail(str(exc))
-
-
 @main.group(name="table")
 def table_group() -> None:
     """The crawl table: rows by reversed-host URL, families title, content, fetch, anchor."""
@@ -305,7 +288,7 @@ def table_get(directory: Path, url: str, versions: int, families: tuple[str, ...
     from crawlspace.store.crawltable import format_row
     from crawlspace.urls import InvalidURL, normalize
 
-    with _open_reader(directory) as reader:
+    with open_reader(directory) as reader:
         try:
             key = normalize(url) if "://" in url else url
             row = reader.table.get(key, family=families or None, versions=versions)
@@ -332,7 +315,7 @@ def table_scan(
     """Print the rows whose key starts with PREFIX (e.g. com.example), in row-key order."""
     from crawlspace.store.crawltable import format_row
 
-    with _open_reader(directory) as reader:
+    with open_reader(directory) as reader:
         try:
             for row in reader.table.scan(prefix, family=families or None, limit=limit):
                 click.echo(row.key if keys_only else "\n".join(format_row(row, width=60, max_anchors=anchors)))

@@ -15,19 +15,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from crawlspace.cliutil import fail
 from crawlspace.display import printable
 
 if TYPE_CHECKING:
     from crawlspace.graph.connectivity import LinkGraph
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"crawlspace: error: {message}", err=True)
-    raise SystemExit(code)
 
 
 class _QueryByDefault(click.Group):
@@ -62,7 +58,7 @@ def build_command(directory: Path, scheduler: str, reuse_links: bool) -> None:
     from crawlspace.store import CrawlTableError
 
     if not directory.is_dir():
-        _fail(f"no crawl directory {directory}")
+        fail(f"no crawl directory {directory}")
     try:
         summaries = run(
             directory,
@@ -71,7 +67,7 @@ def build_command(directory: Path, scheduler: str, reuse_links: bool) -> None:
             progress=lambda line: click.echo(f"crawlspace: {line}", err=True),
         )
     except (JobError, JobOutputError, CrawlTableError, ValueError, OSError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     click.echo(json.dumps(summaries[NAME], indent=2, ensure_ascii=False))
 
 
@@ -129,13 +125,13 @@ def query_command(
     asked = [name for name, given in (("--out", out_url), ("--in", in_url), ("--hops", hops), ("--stats", stats))
              if given is not None and given is not False]  # fmt: skip
     if len(asked) != 1:
-        _fail("give one of --out URL, --in URL, --hops N URL, --stats")
+        fail("give one of --out URL, --in URL, --hops N URL, --stats")
     if hops is not None and url is None:
-        _fail("--hops N needs a URL")
+        fail("--hops N needs a URL")
     if url is not None and hops is None:
-        _fail(f"a URL argument ({printable(url)}) goes with --hops N; use --out URL or --in URL")
+        fail(f"a URL argument ({printable(url)}) goes with --hops N; use --out URL or --in URL")
     if dot and hops is None:
-        _fail("--dot goes with --hops")
+        fail("--dot goes with --hops")
     from crawlspace.graph import GraphFormatError, UnknownURL
     from crawlspace.graph import open as open_graph
     from crawlspace.urls import InvalidURL, normalize
@@ -143,7 +139,7 @@ def query_command(
     try:
         links = open_graph(directory)
     except GraphFormatError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     with links:
         if stats:
             figures = links.stats()
@@ -156,9 +152,9 @@ def query_command(
         try:
             node = links.id_of(normalize(given))
         except InvalidURL as exc:
-            _fail(f"{printable(given)}: {exc}")
+            fail(f"{printable(given)}: {exc}")
         except UnknownURL as exc:
-            _fail(printable(str(exc)), code=1)
+            fail(printable(str(exc)), code=1)
         if hops is not None:
             around = links.neighbourhood(node, hops, limit)
             if len(around) == limit:

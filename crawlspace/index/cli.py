@@ -8,37 +8,19 @@ and shows each result with a snippet read through the crawl reader.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-if TYPE_CHECKING:
-    from crawlspace.store.reader import CrawlReader
+from crawlspace.cliutil import fail, open_reader
 
 __all__ = ["index_command", "search_command"]
 
 
-def _fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"crawlspace: error: {message}", err=True)
-    sys.exit(code)
-
-
 def _crawl_directory(directory: Path) -> Path:
     if not directory.is_dir():
-        _fail(f"no crawl directory {directory}")
+        fail(f"no crawl directory {directory}")
     return directory
-
-
-def _reader(directory: Path) -> CrawlReader:
-    from crawlspace.store import CrawlTableError
-    from crawlspace.store.reader import CrawlReader
-
-    try:
-        return CrawlReader(directory)
-    except CrawlTableError as exc:
-        _fail(str(exc))
 
 
 @click.command(name="index")
@@ -86,7 +68,7 @@ def index_command(
             progress=lambda line: click.echo(f"crawlspace: {line}", err=True),
         )
     except (JobError, JobOutputError, CrawlTableError, ValueError, OSError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     click.echo(json.dumps(summaries, indent=2, ensure_ascii=False))
 
 
@@ -115,9 +97,9 @@ def search_command(
             idf = {term: index.scorer.idf(index.stats.document_frequency(term)) for term in parsed.terms}
             explained = [index.explain(hit, parsed) for hit in result.hits] if explain else []
     except IndexFormatError as exc:
-        _fail(f"{exc} (build it with `crawlspace index {directory}`)")
+        fail(f"{exc} (build it with `crawlspace index {directory}`)")
     snippets: list[Snippet] = []
-    with _reader(directory) as reader:
+    with open_reader(directory) as reader:
         for hit in result.hits:
             page = reader.page(hit.url)
             text = (page.text or "") if page is not None else ""
