@@ -652,10 +652,12 @@ def config_reference() -> None:
 
 def _register_subcommands() -> None:
     from crawlspace.demo import demo
+    from crawlspace.serve.cli import serve
     from crawlspace.simweb.cli import simweb
 
     main.add_command(simweb)
     main.add_command(demo)
+    main.add_command(serve)
 
 
 _register_subcommands()

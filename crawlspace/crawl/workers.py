@@ -40,6 +40,7 @@ from typing import Any
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import partitioning as layout
 from crawlspace.crawl.checkpoint import STARTUP_ERRORS, report_recovery
+from crawlspace.crawl.control import CONTROL_FILE
 from crawlspace.crawl.partitioning import Partitioning
 from crawlspace.crawl.telemetry import (
     PROGRESS_FILE,
@@ -147,6 +148,7 @@ def _worker_main(spec: WorkerSpec) -> None:
                 assignment=spec.partitioning.make_assignment(),
                 resize=spec.partitioning.resize,
                 url_fingerprints=spec.partitioning.fingerprints,
+                control_file=spec.crawl_dir / CONTROL_FILE,
             )
         except STARTUP_ERRORS as exc:  # told to the coordinator, which ends the crawl with this message
             await mesh.ready(str(exc))
