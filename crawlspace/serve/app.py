@@ -118,13 +118,13 @@ async def guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
         response: web.StreamResponse = web.json_response({"error": verdict.reason}, status=verdict.status)
     elif verdict.set_cookie:
         query = {key: value for key, value in request.query.items() if key != "token"}
-        response = web.HTTPSeeOther(request.rel_url.with_query(query))
+        response = web.Response(status=303, headers={"Location": str(request.rel_url.with_query(query))})
         response.set_cookie(TOKEN_COOKIE, guard.token or "", httponly=True, samesite="Strict", path="/")
     else:
         try:
             response = await handler(request)
-        except web.HTTPException as exc:
-            response = exc
+        except web.HTTPException as exc:  # answered here, so that it carries the headers below too
+            response = web.Response(status=exc.status, text=exc.text, headers=exc.headers)
     response.headers["Content-Security-Policy"] = CSP
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"

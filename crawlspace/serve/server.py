@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,3 +135,21 @@ class BackgroundDashboard:
         if self._loop is not None and self._stop is not None and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
+
+
+ATTACHED_PROGRESS_INTERVAL = 0.5
+"""The progress cadence of a crawl with its dashboard attached: the overview (which polls as often)
+is then at most about a second behind the crawl."""
+
+
+@contextlib.contextmanager
+def attached(directory: Path, port: int, *, host: str = "127.0.0.1") -> Iterator[Address]:
+    """The dashboard of the crawl in `directory` on its own thread for the duration of the block
+    (`crawl --serve`, `demo --serve`); its URL is printed to stderr."""
+    dashboard = BackgroundDashboard(directory, host, port, make_guard(host, None))
+    address = dashboard.start()
+    print(f"crawlspace: dashboard at {address.url}", file=sys.stderr, flush=True)
+    try:
+        yield address
+    finally:
+        dashboard.stop()

@@ -241,9 +241,11 @@ class CrawlView:
         self._reader_progress: float | None = None
         self._figures: TableFigures | None = None
         self._next_scan = 0.0
-        self.robots_agent = self._robots_agent()
 
-    def _robots_agent(self) -> str:
+    @property
+    def robots_agent(self) -> str:
+        """The product token the crawl matched robots.txt groups with (its config.json's; read each
+        time: a crawl attached to its dashboard writes the file after the dashboard starts)."""
         try:
             values = json.loads((self.directory / "config.json").read_text())
             return CrawlConfig.from_mapping(values, source="config.json").robots_agent
