@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 from pathlib import Path
 
 import pytest
@@ -12,11 +13,12 @@ from tests.serve.hostile import hostile_site
 
 
 def crawl_hostile_site(out: Path) -> None:
-    with hostile_site() as base:
+    """Crawl it on a thread of its own: a browser test's Playwright holds an event loop on this one."""
+    with hostile_site() as base, concurrent.futures.ThreadPoolExecutor(1) as thread:
         config = CrawlConfig(
             allow_private_addresses=True, min_delay=0.0, processes=1, progress_interval=0.2, max_pages=20
         )
-        Crawler(config, out=out, seeds=[base], progress=False).run()
+        thread.submit(Crawler(config, out=out, seeds=[base], progress=False).run).result()
 
 
 @pytest.fixture(scope="module")
