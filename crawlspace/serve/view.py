@@ -220,6 +220,21 @@ def status_classes(statuses: dict[str, int]) -> dict[str, int]:
     return dict(sorted(classes.items()))
 
 
+_COUNTERS: tuple[tuple[str, str, str, Any], ...] = (
+    # the dashboard's name, stats.json's, a progress line's, the value when missing
+    ("pages", "pages_fetched", "pages", 0),
+    ("bytes", "bytes_downloaded", "bytes", 0),
+    ("responses_by_status", "responses_by_status", "responses_by_status", {}),
+    ("errors", "errors", "errors_by_kind", {}),
+    ("outcomes", "outcomes", "outcomes", {}),
+    ("robots_excluded", "robots_excluded", "robots_excluded", 0),
+    ("duplicate_content", "duplicate_content", "duplicate_content", 0),
+    ("duplicate_urls", "duplicate_urls", "duplicate_urls", 0),
+    ("filtered", "filtered", "filtered", {}),
+    ("elapsed", "duration_seconds", "elapsed", 0.0),
+)
+
+
 class CrawlView:
     """The dashboard's read-only model of one crawl directory (see the module docstring)."""
 
@@ -303,33 +318,11 @@ class CrawlView:
 
     def counts(self) -> dict[str, Any]:
         """The crawl's counters: stats.json's once it finished, else the latest progress line's."""
-        stats = self._stats
-        if stats is not None and self.state() == "finished":
-            return {
-                "pages": stats.get("pages_fetched", 0),
-                "bytes": stats.get("bytes_downloaded", 0),
-                "responses_by_status": stats.get("responses_by_status", {}),
-                "errors": stats.get("errors", {}),
-                "outcomes": stats.get("outcomes", {}),
-                "robots_excluded": stats.get("robots_excluded", 0),
-                "duplicate_content": stats.get("duplicate_content", 0),
-                "duplicate_urls": stats.get("duplicate_urls", 0),
-                "filtered": stats.get("filtered", {}),
-                "elapsed": stats.get("duration_seconds", 0.0),
-            }
-        latest = self.progress.latest or {}
-        return {
-            "pages": latest.get("pages", 0),
-            "bytes": latest.get("bytes", 0),
-            "responses_by_status": latest.get("responses_by_status", {}),
-            "errors": latest.get("errors_by_kind", {}),
-            "outcomes": latest.get("outcomes", {}),
-            "robots_excluded": latest.get("robots_excluded", 0),
-            "duplicate_content": latest.get("duplicate_content", 0),
-            "duplicate_urls": latest.get("duplicate_urls", 0),
-            "filtered": latest.get("filtered", {}),
-            "elapsed": latest.get("elapsed", 0.0),
-        }
+        if self._stats is not None and self.state() == "finished":
+            source, column = self._stats, 1
+        else:
+            source, column = self.progress.latest or {}, 2
+        return {names[0]: source.get(names[column]) or type(default)() for *names, default in _COUNTERS}
 
     def overview(self) -> dict[str, Any]:
         """Everything the overview page shows, as plain data (the /api/overview document)."""
