@@ -30,6 +30,7 @@ import multiprocessing.sharedctypes
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -177,7 +178,11 @@ def start_method() -> str:
     their CPU time is its children's), unless this process runs RocksDB's background threads, which
     a process that has opened a crawl table keeps for good: a fork copies only the forking thread,
     and a child forked from such a process hung closing its table, waiting for threads it does not
-    have. Then they start from a fork server (a clean process)."""
+    have. Then they start from a fork server (a clean process), as they do when this process runs
+    Python threads of its own (a dashboard attached to the crawl, an application's): a lock one of
+    them held at the fork would stay locked in the child for good."""
+    if threading.active_count() > 1:
+        return "forkserver"
     try:
         names = [(Path("/proc/self/task") / task / "comm").read_text() for task in os.listdir("/proc/self/task")]
     except OSError:

@@ -35,9 +35,11 @@ PROGRESS_FILE = "progress.jsonl"
 STATS_FILE = "stats.json"
 SERIES_POINTS = 1800
 """Progress lines kept for the pages/s chart (an hour at the default 2 s cadence)."""
-SCAN_COST_FACTOR = 20.0
-"""A table scan is repeated no sooner than this many times its own duration after the last."""
-MIN_SCAN_INTERVAL = 2.0
+SCAN_COST_FACTOR = 50.0
+"""A table scan is repeated no sooner than this many times its own duration after the last: at most
+2% of one core, and of the GIL of a crawl the dashboard is attached to."""
+MIN_SCAN_INTERVAL = 10.0
+"""Hosts, content types and sizes of a running crawl are at most this many seconds old (or the cost rule's)."""
 RECENT_FETCHES = 100
 STALE_AFTER = 15.0
 """Seconds without a progress line after which a crawl that did not finish is 'not reporting'."""
