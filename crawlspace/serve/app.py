@@ -116,7 +116,7 @@ async def guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
     )
     if not verdict.allowed:
         response: web.StreamResponse = web.json_response({"error": verdict.reason}, status=verdict.status)
-    elif verdict.set_cookie:
+    elif verdict.set_cookie and not _is_api(request.path):  # a browser: the token becomes a cookie
         query = {key: value for key, value in request.query.items() if key != "token"}
         response = web.Response(status=303, headers={"Location": str(request.rel_url.with_query(query))})
         response.set_cookie(TOKEN_COOKIE, guard.token or "", httponly=True, samesite="Strict", path="/")
@@ -131,6 +131,11 @@ async def guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
     response.headers["X-Frame-Options"] = "DENY"
     response.headers["Cache-Control"] = "no-store"
     return response
+
+
+def _is_api(path: str) -> bool:
+    """A request of a program (the JSON API, a Prometheus scrape), which keeps no cookie."""
+    return path.startswith("/api/") or path == "/metrics"
 
 
 def _dashboard(request: web.Request) -> Dashboard:

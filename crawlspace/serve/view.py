@@ -38,8 +38,7 @@ SERIES_POINTS = 1800
 SCAN_COST_FACTOR = 50.0
 """A table scan is repeated no sooner than this many times its own duration after the last: at most
 2% of one core, and of the GIL of a crawl the dashboard is attached to."""
-MIN_SCAN_INTERVAL = 10.0
-"""Hosts, content types and sizes of a running crawl are at most this many seconds old (or the cost rule's)."""
+MIN_SCAN_INTERVAL = 2.0
 RECENT_FETCHES = 100
 STALE_AFTER = 15.0
 """Seconds without a progress line after which a crawl that did not finish is 'not reporting'."""
@@ -371,6 +370,7 @@ class CrawlView:
             },
             "status_classes": status_classes(counts["responses_by_status"]),
             "outcomes": [asdict(row) for row in outcome_rows(counts)],
+            "table_scanned_at": None if figures is None else figures.scanned_at,
             "content_types": None if figures is None else dict(figures.content_types.most_common(12)),
             "page_sizes": None if figures is None else _histogram(figures.size_counts, SIZE_BUCKETS),
             "series": series,

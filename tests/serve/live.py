@@ -61,13 +61,13 @@ class LiveCrawl:
 
 
 @contextmanager
-def live_crawl(web: RunningServer, out: Path, *extra: str) -> Iterator[LiveCrawl]:
+def live_crawl(web: RunningServer, out: Path, *extra: str, processes: int = 1) -> Iterator[LiveCrawl]:
     """`crawlspace crawl` of the served web with its dashboard on a free port; stopped (SIGTERM, by its
     PID) if the test did not stop it."""
     command = [
         sys.executable, "-m", "crawlspace", "crawl", str(web.seeds_file), "--out", str(out),
-        "--hosts-file", str(web.hosts_file), "--allow-private-addresses", "--no-progress", "--processes", "1",
-        "--serve", "0", *extra,
+        "--hosts-file", str(web.hosts_file), "--allow-private-addresses", "--no-progress",
+        "--processes", str(processes), "--serve", "0", *extra,
     ]  # fmt: skip
     process = subprocess.Popen(
         command,

@@ -152,6 +152,7 @@ def test_a_token_guards_every_request(hostile_crawl: Path) -> None:
         assert first.status == 303 and first.headers["Location"] == "/hosts"
         assert "HttpOnly" in first.headers["Set-Cookie"] and "SameSite=Strict" in first.headers["Set-Cookie"]
         assert (await client.get("/hosts", cookies={TOKEN_COOKIE: token})).status == 200
+        assert (await client.get(f"/metrics?token={token}", allow_redirects=False)).status == 200  # no cookie jar
 
     with_client(hostile_crawl, body, Guard(token=token))
 

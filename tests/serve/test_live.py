@@ -14,12 +14,16 @@ from tests.serve.live import live_crawl
 
 
 @pytest.mark.slow
-def test_pause_resume_and_stop_a_live_crawl(served_small_web: RunningServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("processes", [1, 2])
+def test_pause_resume_and_stop_a_live_crawl(served_small_web: RunningServer, tmp_path: Path, processes: int) -> None:
     out = tmp_path / "crawl"
-    with live_crawl(served_small_web, out, "--min-delay", "0.3", "--max-seconds", "120") as crawl:
+    options = ("--min-delay", "0.3", "--max-seconds", "120")
+    with live_crawl(served_small_web, out, *options, processes=processes) as crawl:
         crawl.wait_for(lambda o: o["state"] == "running" and o["pages"] > 5, what="pages")
         assert crawl.control("pause")["command"] == "pause"
         paused = crawl.wait_for(lambda o: o["state"] == "paused" and o["in_flight"] == 0, what="the pause")
+        if processes > 1:  # every partition heard it
+            assert [row["paused"] for row in paused["partitions"]] == [True] * processes
         held = paused["pages"]
         quiet_from = time.time()
         time.sleep(2.5)

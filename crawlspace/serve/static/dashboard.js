@@ -50,11 +50,7 @@ function drawChart(series) {
     line.setAttribute("points", points.map((p) => `${x(p[0]).toFixed(1)},${y(p[2]).toFixed(1)}`).join(" "));
     line.setAttribute("class", "series");
     children.push(line);
-    const label = document.createElementNS(SVG, "text");
-    label.setAttribute("x", "12");
-    label.setAttribute("y", "14");
-    label.textContent = `max ${top.toFixed(1)} pages/s over ${Math.round(t1 - t0)} s`;
-    children.push(label);
+    setText("chart-caption", `the last ${Math.round(t1 - t0)} s; top of the chart: ${top.toFixed(1)} pages/s`);
   }
   svg.replaceChildren(...children);
 }
@@ -72,7 +68,10 @@ function showOverview(data) {
   setText("hosts", `${data.hosts.active} / ${data.hosts.parked} / ${data.hosts.known}`);
   setText("awaiting", data.hosts.awaiting_address);
   setText("caches", `${data.caches.robots_cached} / ${data.caches.dns_cached}`);
+  const hitRate = data.caches.dns.hit_rate;
+  setText("dns-hit-rate", typeof hitRate === "number" ? `${(100 * hitRate).toFixed(1)}%` : "–");
   fillTable("outcomes", data.outcomes.map((o) => row([[o.outcome], [o.count, true], [o.share === null ? "" : `${(100 * o.share).toFixed(2)}%`, true]], `kind-${o.kind}`)));
+  if (data.table_scanned_at) setText("scanned-at", new Date(data.table_scanned_at * 1000).toISOString().replace("T", " ").slice(0, 19) + " UTC");
   if (data.content_types) fillTable("content-types", Object.entries(data.content_types).map(([k, n]) => row([[k], [n, true]])));
   if (data.page_sizes) fillTable("page-sizes", data.page_sizes.map((b) => row([[b.le === null ? "larger" : size(b.le)], [b.count, true]])));
   const partitions = document.getElementById("partitions-section");
