@@ -446,7 +446,7 @@ class CrawlEngine:
             if self.links.pending and len(self.frontier) < self._low_water:
                 self.links.drain()
             lease = self.frontier.acquire()
-            while lease is None and not self._stopping:
+            while lease is None and not self._stopping and self._unpaused.is_set():
                 if self.links.pending:  # nothing is ready: the buffered URLs may be
                     self.links.drain()
                     lease = self.frontier.acquire()
@@ -483,9 +483,14 @@ class CrawlEngine:
                     await asyncio.wait_for(self._changed.wait(), timeout=self._wait_cap(timeout))
                 self._check_limits()
                 lease = self.frontier.acquire()
+            if lease is not None and not self._unpaused.is_set():  # paused while it waited: handed out first again
+                self._release(lease, 0.0, put_back=lease.entry, contacted=False)
+                lease = None
             if lease is None:
                 slots.release()
-                break
+                if self._stopping or self._unpaused.is_set():
+                    break
+                continue  # paused: the next turn waits for the resume
             if self.rate_limit is not None:  # the crawl's bandwidth budget (max_rate)
                 wait = self.rate_limit.reserve(time.monotonic())
                 if wait > 0:
