@@ -415,10 +415,19 @@ class CrawlView:
         return figures
 
     def hosts(self) -> list[dict[str, Any]]:
+        """Every host's figures, most pages first, with the Crawl-delay its robots.txt asks of the
+        crawl's agent (None: none asked, or no robots.txt kept)."""
         figures = self.figures()
-        if figures is None:
+        reader = self.reader()
+        if figures is None or reader is None:
             return []
-        return [host.to_dict() for host in sorted(figures.hosts.values(), key=lambda h: (-h.pages, h.host))]
+        agent = self.robots_agent
+        delays: dict[str, float | None] = {}
+        for origin, kept in reader.robots_files().items():
+            if 200 <= kept.status < 300:
+                delays[host_of(origin + "/")] = parse_robots(kept.body).crawl_delay(agent)
+        ordered = sorted(figures.hosts.values(), key=lambda h: (-h.pages, h.host))
+        return [host.to_dict() | {"crawl_delay": delays.get(host.host)} for host in ordered]
 
     def host(self, host: str) -> dict[str, Any] | None:
         """One host: its figures, its newest fetches, and each of its origins' robots.txt as fetched
@@ -490,7 +499,41 @@ class CrawlView:
             "capture": None
             if capture is None
             else {"filename": capture.filename, "offset": capture.offset, "length": capture.length},
+            "inlinks": self._inlinks(page.url),
+            "duplicates": self._duplicates(page.url),
         }
+
+    def _inlinks(self, url: str) -> list[dict[str, Any]] | None:
+        """The links to `url` in the link graph of `crawlspace jobs` (None: the graph job has not run)."""
+        if not (self.directory / "jobs" / "graph").is_dir():
+            return None
+        from crawlspace.jobs import JobOutputError, read_table
+
+        try:
+            edges = read_table(
+                self.directory, "graph", "edges", columns=["source", "text", "nofollow", "redirect"],
+                filters=[("target", "==", url)],
+            )  # fmt: skip
+        except (JobOutputError, OSError, ValueError):
+            return None
+        rows = zip(edges["source"], edges["text"], edges["nofollow"], edges["redirect"], strict=True)
+        return [
+            {"source": source, "text": text, "nofollow": bool(nofollow), "redirect": bool(redirect)}
+            for source, text, nofollow, redirect in rows
+        ]
+
+    def _duplicates(self, url: str) -> dict[str, list[str]] | None:
+        """Its exact and near-duplicate clusters from the dedup and near jobs (None: not run)."""
+        if not (self.directory / "jobs" / "dedup").is_dir():
+            return None
+        from crawlspace.jobs import JobOutputError
+        from crawlspace.jobs.lookup import NotFetched, duplicates_of
+
+        try:
+            found = duplicates_of(self.directory, url)
+        except (JobOutputError, NotFetched, OSError, ValueError):
+            return None
+        return {"exact": found.exact, "near": found.near}
 
     def record(self, url: str) -> str | None:
         """The page's newest WARC record as text (headers, then the block, undecoded bytes shown as

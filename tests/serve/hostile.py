@@ -15,7 +15,7 @@ TITLE_PAYLOAD = "<script>window.__pwned = 'title'</script>Hostile title"
 ANCHOR_PAYLOAD = "<img src=x onerror=\"window.__pwned = 'anchor'\">anchor text"
 ATTRIBUTE_PAYLOAD = '" onerror="window.__pwned = \'attribute\'" x="'
 URL_PAYLOAD_PATH = "/q'\"><svg onload=window.__pwned='url'>"
-ROBOTS = "User-agent: *\nDisallow: /private<script>window.__pwned='robots'</script>\n"
+ROBOTS = "User-agent: *\nDisallow: /private<script>window.__pwned='robots'</script>\nCrawl-delay: 0.01\n"
 HOSTILE_STRINGS = (TITLE_PAYLOAD, ANCHOR_PAYLOAD, ATTRIBUTE_PAYLOAD)
 
 

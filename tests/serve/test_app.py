@@ -116,6 +116,15 @@ def test_the_page_api_has_the_row_and_its_warc_record(hostile_crawl: Path) -> No
     assert missing == 404
 
 
+def test_the_hosts_api_has_each_host_s_figures_and_crawl_delay(hostile_crawl: Path) -> None:
+    async def body(client: TestClient[Any, Any]) -> list[dict[str, Any]]:
+        return await (await client.get("/api/hosts")).json()  # type: ignore[no-any-return]
+
+    (host,) = with_client(hostile_crawl, body)
+    assert host["host"].startswith("127.0.0.1:") and host["crawl_delay"] == 0.01
+    assert host["pages"] == host["ok"] + host["redirects"] + host["errors"] >= 4
+
+
 def test_metrics_agree_with_stats_json(hostile_crawl: Path) -> None:
     stats = json.loads((hostile_crawl / "stats.json").read_text())
 
@@ -203,3 +212,23 @@ def test_search_says_how_to_build_the_index_then_finds_pages(hostile_crawl: Path
     assert any(marked and text.lower() == "hostile" for text, marked in api["hits"][0]["snippet"])
     _assert_escaped(html)
     assert "<mark>" in html.lower() or "<mark>Hostile</mark>" in html
+
+
+def test_the_page_shows_in_links_and_duplicates_once_the_jobs_ran(hostile_crawl: Path, tmp_path: Path) -> None:
+    async def home(client: TestClient[Any, Any]) -> tuple[dict[str, Any], str]:
+        hosts = await (await client.get("/api/hosts")).json()
+        url = quote(f"http://{hosts[0]['host']}/", safe="")
+        return await (await client.get(f"/api/page?url={url}")).json(), await (
+            await client.get(f"/page?url={url}")
+        ).text()
+
+    row, html = with_client(hostile_crawl, home)
+    assert row["inlinks"] is None and row["duplicates"] is None and "has not run on this crawl" in html
+    done = tmp_path / "done"
+    shutil.copytree(hostile_crawl, done)
+    run_jobs(done, only=["dedup", "near", "graph"], scheduler="synchronous")
+    row, html = with_client(done, home)
+    sources = {link["source"].rsplit("/", 1)[1]: link["text"] for link in row["inlinks"]}
+    assert sources["second"] == ANCHOR_PAYLOAD and sources["third"] == "home"
+    assert row["duplicates"] == {"exact": [], "near": []}
+    _assert_escaped(html)
