@@ -173,15 +173,19 @@ def _worker_main(spec: WorkerSpec) -> None:
     asyncio.run(run())
 
 
+THREAD_PREFIX = "crawlspace-"
+"""The name of every thread the package starts beside a crawl (see `start_method`)."""
+
+
 def start_method() -> str:
     """How to start the crawl processes: a fork (cheap; the children share this process's pages and
     their CPU time is its children's), unless this process runs RocksDB's background threads, which
     a process that has opened a crawl table keeps for good: a fork copies only the forking thread,
     and a child forked from such a process hung closing its table, waiting for threads it does not
-    have. Then they start from a fork server (a clean process), as they do when this process runs
-    Python threads of its own (a dashboard attached to the crawl, an application's): a lock one of
-    them held at the fork would stay locked in the child for good."""
-    if threading.active_count() > 1:
+    have. Then they start from a fork server (a clean process), as they do beside a thread this
+    package started (named `crawlspace-...`: the dashboard attached to the crawl), whose locks and
+    sockets a fork would copy half-held into every child."""
+    if any(thread.name.startswith(THREAD_PREFIX) for thread in threading.enumerate()):
         return "forkserver"
     try:
         names = [(Path("/proc/self/task") / task / "comm").read_text() for task in os.listdir("/proc/self/task")]

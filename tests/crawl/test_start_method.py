@@ -1,18 +1,26 @@
-"""Crawl processes are forked only from a process with no other thread (else from a fork server)."""
+"""Crawl processes are forked unless a thread of the package runs beside them (then: a fork server)."""
 
 from __future__ import annotations
 
 import threading
 
-from crawlspace.crawl.workers import start_method
+from crawlspace.crawl.workers import THREAD_PREFIX, start_method
 
 
-def test_a_thread_of_the_application_means_a_fork_server() -> None:
+def _with_thread(name: str) -> str:
     release = threading.Event()
-    other = threading.Thread(target=release.wait, daemon=True)
+    other = threading.Thread(target=release.wait, name=name, daemon=True)
     other.start()
     try:
-        assert start_method() == "forkserver"
+        return start_method()
     finally:
         release.set()
         other.join()
+
+
+def test_a_thread_of_the_package_means_a_fork_server() -> None:
+    assert _with_thread(f"{THREAD_PREFIX}dashboard") == "forkserver"
+
+
+def test_another_thread_leaves_the_choice_to_the_table_s_threads() -> None:
+    assert _with_thread("someone-else") == start_method()
