@@ -4,13 +4,17 @@ HTTP, checked against the crawl's own figures and the simulated web's request lo
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from crawlspace.simweb import RunningServer
-from tests.serve.live import live_crawl
+from tests.serve.live import REPO, URL_LINE, LiveCrawl, live_crawl
 
 
 @pytest.mark.slow
@@ -40,3 +44,34 @@ def test_pause_resume_and_stop_a_live_crawl(served_small_web: RunningServer, tmp
     stats = json.loads((out / "stats.json").read_text())
     assert stats["termination"] == "operator-stop"
     assert stats["pages_fetched"] > held
+
+
+@pytest.mark.slow
+def test_crawlspace_serve_watches_a_crawl_running_in_another_process(
+    served_small_web: RunningServer, tmp_path: Path
+) -> None:
+    out = tmp_path / "crawl"
+    with live_crawl(served_small_web, out, "--min-delay", "0.3", "--max-seconds", "120") as crawl:
+        crawl.wait_for(lambda o: o["pages"] > 5, what="pages")
+        server = subprocess.Popen(
+            [sys.executable, "-m", "crawlspace", "serve", str(out), "--port", "0"],
+            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)),
+        )  # fmt: skip
+        try:
+            assert server.stderr is not None
+            line = server.stderr.readline()
+            match = URL_LINE.search(line)
+            assert match is not None, line
+            other = LiveCrawl(server, match[1], out, [])  # the same requests, to the other process's dashboard
+            first = other.wait_for(lambda o: o["state"] == "running" and o["pages"] > 5, what="the other's view")
+            other.wait_for(lambda o: o["pages"] > first["pages"], what="pages rising in the other's view")
+            hosts = other.get("/api/hosts")
+            assert hosts and sum(host["pages"] for host in hosts) > 0
+            crawl.control("stop")
+            assert crawl.process.wait(60) == 0
+            stats = json.loads((out / "stats.json").read_text())
+            final = other.wait_for(lambda o: o["state"] == "finished", what="the end, seen from the other")
+            assert final["pages"] == stats["pages_fetched"] and final["termination"] == "operator-stop"
+        finally:
+            server.send_signal(signal.SIGINT)
+            server.wait(30)
