@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from crawlspace.serve.security import is_loopback
-from crawlspace.serve.server import Address, ServeError, make_guard, read_token_file, serve_forever
+if TYPE_CHECKING:
+    from crawlspace.serve.server import Address
 
 
 def announce(address: Address) -> None:
@@ -30,6 +31,10 @@ def serve(directory: Path, port: int, host: str, token_file: Path | None) -> Non
     """Serve the dashboard, search page, JSON API and Prometheus /metrics of the crawl in DIRECTORY.
 
     It only reads DIRECTORY (the pause, resume and stop buttons write its control.json)."""
+    # imported here: every crawlspace command registers this one, and a crawl should not start slower
+    from crawlspace.serve.security import is_loopback
+    from crawlspace.serve.server import ServeError, make_guard, read_token_file, serve_forever
+
     try:
         token = read_token_file(token_file) if token_file is not None else None
         if not is_loopback(host) and token is None:

@@ -401,8 +401,9 @@ class CrawlView:
     def figures(self) -> TableFigures | None:
         """The table-wide figures, scanned again when the last scan is old enough (module docstring)."""
         now = self._monotonic()
-        if self._figures is not None and (now < self._next_scan or (not self.live and self._figures.pages)):
-            return self._figures
+        cached = self._figures
+        if cached is not None and cached.pages and (now < self._next_scan or not self.live):
+            return cached  # (an empty scan is always repeated: a page of nothing helps nobody, and costs nothing)
         reader = self.reader()
         if reader is None:
             return self._figures

@@ -42,6 +42,11 @@ def _number(page: Page, selector: str) -> int:
     return int(page.text_content(selector) or "0")
 
 
+def _reloaded(page: Page) -> Page:
+    page.reload()
+    return page
+
+
 def _until(page: Page, check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
     """Poll what the page shows (the dashboard's CSP forbids the eval that wait_for_function needs)."""
     deadline = time.monotonic() + timeout
@@ -66,7 +71,7 @@ def test_watch_a_live_crawl_open_a_host_and_a_page_search_pause_and_resume(
         page.screenshot(path=str(shots / "overview.png"), full_page=True)
 
         page.click("text=Hosts")
-        page.wait_for_selector("#hosts-table tbody tr")
+        _until(page, lambda: _reloaded(page).locator("#hosts-table tbody tr").count() > 0, "the hosts table")
         page.click("#hosts-table th:nth-child(2)")  # sort by pages, most first
         counts = [int(text) for text in page.locator("#hosts-table tbody td:nth-child(2)").all_text_contents()]
         assert counts == sorted(counts, reverse=True) and counts[0] > 0
