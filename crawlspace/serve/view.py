@@ -38,7 +38,7 @@ SERIES_POINTS = 1800
 SCAN_COST_FACTOR = 50.0
 """A table scan is repeated no sooner than this many times its own duration after the last: at most
 2% of one core, and of the GIL of a crawl the dashboard is attached to."""
-MIN_SCAN_INTERVAL = 2.0
+MIN_SCAN_INTERVAL = 5.0
 RECENT_FETCHES = 100
 STALE_AFTER = 15.0
 """Seconds without a progress line after which a crawl that did not finish is 'not reporting'."""
@@ -143,6 +143,8 @@ class TableFigures:
     duration_sum: float = 0.0
     size_sum: int = 0
     pages: int = 0
+    crawl_delays: dict[str, float | None] = field(default_factory=dict)
+    """Each host's robots.txt Crawl-delay for the crawl's agent (hosts without one kept are missing)."""
     scanned_at: float = 0.0
     scan_seconds: float = 0.0
 
@@ -404,11 +406,15 @@ class CrawlView:
         cached = self._figures
         if cached is not None and cached.pages and (now < self._next_scan or not self.live):
             return cached  # (an empty scan is always repeated: a page of nothing helps nobody, and costs nothing)
+        began = self._monotonic()  # the reader's reopening counts: RocksDB replays the crawl's log then
         reader = self.reader()
         if reader is None:
             return self._figures
-        began = self._monotonic()
         figures = summarize(reader.fetches())
+        agent = self.robots_agent
+        for origin, kept in reader.robots_files().items():  # part of the scan: same cadence, same cost rule
+            if 200 <= kept.status < 300:
+                figures.crawl_delays[host_of(origin + "/")] = parse_robots(kept.body).crawl_delay(agent)
         figures.scan_seconds = self._monotonic() - began
         figures.scanned_at = self._clock()
         self._figures = figures
@@ -419,16 +425,10 @@ class CrawlView:
         """Every host's figures, most pages first, with the Crawl-delay its robots.txt asks of the
         crawl's agent (None: none asked, or no robots.txt kept)."""
         figures = self.figures()
-        reader = self.reader()
-        if figures is None or reader is None:
+        if figures is None:
             return []
-        agent = self.robots_agent
-        delays: dict[str, float | None] = {}
-        for origin, kept in reader.robots_files().items():
-            if 200 <= kept.status < 300:
-                delays[host_of(origin + "/")] = parse_robots(kept.body).crawl_delay(agent)
         ordered = sorted(figures.hosts.values(), key=lambda h: (-h.pages, h.host))
-        return [host.to_dict() | {"crawl_delay": delays.get(host.host)} for host in ordered]
+        return [host.to_dict() | {"crawl_delay": figures.crawl_delays.get(host.host)} for host in ordered]
 
     def host(self, host: str) -> dict[str, Any] | None:
         """One host: its figures, its newest fetches, and each of its origins' robots.txt as fetched
