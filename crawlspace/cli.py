@@ -109,6 +109,10 @@ def main() -> None:
 @click.option("--node", type=int, help="This node's index in the cluster, 0 to --nodes - 1.")
 @click.option("--nodes", type=int, help="How many nodes the cluster crawl has.")
 @click.option("--crawl-id", help="The cluster crawl's name in Redis (default: crawl).")
+@click.option(
+    "--serve", "serve_port", type=click.IntRange(0, 65535), metavar="PORT",
+    help="Serve this crawl's dashboard on 127.0.0.1:PORT while it runs (0: any free port; the URL is printed).",
+)  # fmt: skip
 def crawl(
     seeds_file: Path | None,
     out: Path | None,
@@ -128,6 +132,7 @@ def crawl(
     include: tuple[str, ...],
     exclude: tuple[str, ...],
     topic: str | None,
+    serve_port: int | None,
     **options: Any,
 ) -> None:
     """Crawl from the URLs in SEEDS_FILE into the directory --out, or continue a crawl (--resume DIR).
@@ -169,6 +174,10 @@ def crawl(
         elif cluster is not None and seeds_file is None:  # a node joining: the crawl's configuration
             base = published_cluster_config(cluster)
         config = CrawlConfig.load(config_file, base=base, **overrides)
+        if serve_port is not None:
+            from crawlspace.serve.server import ATTACHED_PROGRESS_INTERVAL
+
+            config = config.replace(progress_interval=min(config.progress_interval, ATTACHED_PROGRESS_INTERVAL))
         crawler = Crawler(
             config, out=out, seeds_file=seeds_file, progress=live, resume=resume_dir is not None, cluster=cluster
         )
@@ -183,7 +192,16 @@ def crawl(
     for key, (before, now) in crawler.config_changes.items():
         click.echo(f"crawlspace: resuming with {key} = {json.dumps(now)} (was {json.dumps(before)})", err=True)
     try:
-        stats = crawler.run()
+        if serve_port is None:
+            stats = crawler.run()
+        else:
+            from crawlspace.serve.server import ServeError, attached
+
+            try:
+                with attached(out, serve_port):
+                    stats = crawler.run()
+            except ServeError as exc:
+                fail(str(exc))
     except (CrawlError, ConfigError) as exc:  # another crawl holds the directory's table; an unreadable topic
         fail(str(exc))
     click.echo(json.dumps(stats.to_dict(), indent=2))
@@ -580,6 +598,7 @@ def _register_subcommands() -> None:
     from crawlspace.demo import demo
     from crawlspace.graph.cli import graph_group
     from crawlspace.index.cli import index_command, search_command
+    from crawlspace.serve.cli import serve
     from crawlspace.simweb.cli import simweb
 
     main.add_command(simweb)
@@ -587,6 +606,7 @@ def _register_subcommands() -> None:
     main.add_command(demo)
     main.add_command(index_command)
     main.add_command(search_command)
+    main.add_command(serve)
 
 
 _register_subcommands()

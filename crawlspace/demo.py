@@ -10,10 +10,12 @@ connectivity server's graph: the most-linked pages and one page's in-links.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +44,7 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def run_demo(out: Path, *, hosts: int, seed: int, live: bool | None) -> dict[str, Any]:
+def run_demo(out: Path, *, hosts: int, seed: int, live: bool | None, progress_interval: float = 1.0) -> dict[str, Any]:
     from crawlspace.api import Crawler
 
     web = SimWeb.generate(DEMO_WEB.replace(hosts=hosts, seed=seed))
@@ -55,7 +57,7 @@ def run_demo(out: Path, *, hosts: int, seed: int, live: bool | None) -> dict[str
             hosts_file=str(running.hosts_file),
             max_seconds=DEMO_TIME_LIMIT,
             concurrency=128,
-            progress_interval=1.0,
+            progress_interval=progress_interval,
         )
         click.echo(f"serving on 127.{running.octet}.x.y:{running.port}; crawling into {out}", err=True)
         cpu_before = _cpu_seconds()
@@ -191,13 +193,36 @@ def search_report(out: Path, top_urls: list[str]) -> list[dict[str, Any]]:
 @click.option("--hosts", type=click.IntRange(1, 20_000), default=DEMO_WEB.hosts, show_default=True)
 @click.option("--seed", type=int, default=DEMO_WEB.seed, show_default=True)
 @click.option("--progress/--no-progress", "live", default=None, help="Force the live display on or off.")
-def demo(out: Path | None, hosts: int, seed: int, live: bool | None) -> None:
+@click.option(
+    "--serve", is_flag=True, help="Serve the crawl's dashboard while it runs, and keep it up after (Ctrl-C ends)."
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="The dashboard's port.")
+def demo(out: Path | None, hosts: int, seed: int, live: bool | None, serve: bool, port: int) -> None:
     """Crawl the bundled simulated web with live progress, run the batch jobs, and report what was found."""
     keep = out is not None
     directory = out if out is not None else Path(tempfile.mkdtemp(prefix="crawlspace-demo-"))
     if keep and (directory / "stats.json").exists():
         shutil.rmtree(directory)
-    summary = run_demo(directory, hosts=hosts, seed=seed, live=live)
+    if not serve:
+        _report(run_demo(directory, hosts=hosts, seed=seed, live=live))
+        return
+    from crawlspace.serve.server import ATTACHED_PROGRESS_INTERVAL, ServeError, attached
+
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        with attached(directory, port) as address:
+            _report(
+                run_demo(directory, hosts=hosts, seed=seed, live=live, progress_interval=ATTACHED_PROGRESS_INTERVAL)
+            )
+            click.echo(f"\ndashboard of this crawl, with its search page: {address.url} (Ctrl-C to stop)")
+            with contextlib.suppress(KeyboardInterrupt):
+                while True:
+                    time.sleep(3600)
+    except ServeError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _report(summary: dict[str, Any]) -> None:
     view = summary["server_view"]
     click.echo(
         f"\ncrawled {summary['pages']} pages in {summary['seconds']} s ({summary['pages_per_second']} pages/s), "

@@ -33,6 +33,7 @@ import numpy as np
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import assembly
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState
+from crawlspace.crawl.control import CONTROL_FILE, ControlReader
 from crawlspace.crawl.ledger import JOURNAL_BROKEN, Ledger
 from crawlspace.crawl.ratelimit import RateLimit
 from crawlspace.crawl.recorder import Recorded
@@ -94,6 +95,7 @@ class CrawlEngine:
         telemetry: Sequence[TelemetrySink] | None = None,
         resize: Resize | None = None,
         url_fingerprints: UrlFingerprints | None = None,
+        control_file: Path | None = None,
     ) -> None:
         """`peers`: the other partitions, when this engine is one of several (crawl.workers); hosts are
         theirs or ours by `assignment` (default: the modulo rule every crawl so far was made with).
@@ -103,7 +105,9 @@ class CrawlEngine:
         crawl's Snapshots besides DIR/progress.jsonl (None: the terminal's, `display_sink(live_progress)`;
         a partition's goes to its coordinator). `resize`: the crawl was resumed with another number of
         partitions: `repartition` hands hosts over before the crawl (crawl/repartition.py).
-        `url_fingerprints`: the crawl's URL fingerprints (crawl.partitioning), for a partition's URL set."""
+        `url_fingerprints`: the crawl's URL fingerprints (crawl.partitioning), for a partition's URL set.
+        `control_file`: the operator's commands (crawl/control.py; default DIR/control.json; a partition
+        polls its crawl's)."""
         self.config = config
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -149,6 +153,9 @@ class CrawlEngine:
         state = self._saved_state() if resume and not restart else None
         self.stats = CrawlStats.resumed(state.stats) if state is not None else CrawlStats()
         self._stopped = asyncio.Event()  # the crawl stops: the dispatcher, waiting for a free slot, hears it
+        self._unpaused = asyncio.Event()  # cleared by an operator's pause: no new fetch starts until resumed
+        self._unpaused.set()
+        self._control = ControlReader(control_file or self.out_dir / CONTROL_FILE, since=time.time())
         wired = assembly.stages(
             config,
             parts,
@@ -432,11 +439,14 @@ class CrawlEngine:
             self._check_limits()
             if self._stopping or not await self._free_slot(slots):
                 break
+            if not self._unpaused.is_set() and not await self._resumed():
+                slots.release()
+                break
             await self.extensions.room()  # processors keep up, or no new fetch starts
             if self.links.pending and len(self.frontier) < self._low_water:
                 self.links.drain()
             lease = self.frontier.acquire()
-            while lease is None and not self._stopping:
+            while lease is None and not self._stopping and self._unpaused.is_set():
                 if self.links.pending:  # nothing is ready: the buffered URLs may be
                     self.links.drain()
                     lease = self.frontier.acquire()
@@ -473,9 +483,14 @@ class CrawlEngine:
                     await asyncio.wait_for(self._changed.wait(), timeout=self._wait_cap(timeout))
                 self._check_limits()
                 lease = self.frontier.acquire()
+            if lease is not None and not self._unpaused.is_set():  # paused while it waited: handed out first again
+                self._release(lease, 0.0, put_back=lease.entry, contacted=False)
+                lease = None
             if lease is None:
                 slots.release()
-                break
+                if self._stopping or self._unpaused.is_set():
+                    break
+                continue  # paused: the next turn waits for the resume
             if self.rate_limit is not None:  # the crawl's bandwidth budget (max_rate)
                 wait = self.rate_limit.reserve(time.monotonic())
                 if wait > 0:
@@ -578,7 +593,33 @@ class CrawlEngine:
                     self.stop("checkpoint-failed")
             except CheckpointError:  # the journal failed before: the crawl is stopping already
                 self.stats.errors["checkpoint-failed"] += 1
+            self._obey_operator()
             self.telemetry.publish(self.snapshot())
+
+    def _obey_operator(self) -> None:
+        """Apply the newest command of the control file, if one came since the last report."""
+        given = self._control.poll()
+        if given is None:
+            return
+        if given.command == "pause":
+            self._unpaused.clear()
+        elif given.command == "resume":
+            self._unpaused.set()
+        else:
+            self.stop("operator-stop")
+            self._unpaused.set()
+
+    async def _resumed(self) -> bool:
+        """Wait out an operator's pause: True once resumed, False when the crawl stops first (a
+        limit such as max_seconds is still checked while paused)."""
+        while not self._unpaused.is_set() and not self._stopping:
+            resuming = asyncio.ensure_future(self._unpaused.wait())
+            stopping = asyncio.ensure_future(self._stopped.wait())
+            await asyncio.wait((resuming, stopping), timeout=self._wait_cap(None), return_when=asyncio.FIRST_COMPLETED)
+            resuming.cancel()
+            stopping.cancel()
+            self._check_limits()
+        return not self._stopping
 
     def _gauges(self) -> Gauges:
         return Gauges(
@@ -589,6 +630,7 @@ class CrawlEngine:
             dns_cached=len(self.resolver),
             **self.extensions.gauges(),
             transport_down=int(not self.peers.connected) if isinstance(self.peers, TransportHealth) else None,
+            paused=None if self._unpaused.is_set() else 1,
         )
 
     # -- one lease ---------------------------------------------------------------------------

@@ -287,6 +287,7 @@ class Gauges:
     processing: Annotated[int | None, Merge.SUM] = None  # pages in the page processors (None: there are none)
     items: Annotated[int | None, Merge.SUM] = None  # items the processors emitted
     transport_down: Annotated[int | None, Merge.SUM] = None  # cluster nodes cut off from Redis (None: no cluster)
+    paused: Annotated[int | None, Merge.SUM] = None  # partitions paused by the operator (None: none is)
 
 
 @mergeable
@@ -322,6 +323,10 @@ class Snapshot:
             "duplicate_content": stats.duplicate_content,
             "errors": sum(stats.errors.values()),
             "errors_by_kind": dict(stats.errors),
+            "responses_by_status": {str(code): count for code, count in sorted(stats.responses_by_status.items())},
+            "outcomes": dict(stats.outcomes),
+            "duplicate_urls": stats.duplicate_urls,
+            "filtered": dict(stats.filtered),
             **{name: value for name, value in gauges.items() if value is not None},
             "workers": self.partitions,
         }

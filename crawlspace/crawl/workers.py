@@ -30,6 +30,7 @@ import multiprocessing.sharedctypes
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from typing import Any
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl import partitioning as layout
 from crawlspace.crawl.checkpoint import STARTUP_ERRORS, report_recovery
+from crawlspace.crawl.control import CONTROL_FILE
 from crawlspace.crawl.partitioning import Partitioning
 from crawlspace.crawl.telemetry import (
     PROGRESS_FILE,
@@ -147,6 +149,7 @@ def _worker_main(spec: WorkerSpec) -> None:
                 assignment=spec.partitioning.make_assignment(),
                 resize=spec.partitioning.resize,
                 url_fingerprints=spec.partitioning.fingerprints,
+                control_file=spec.crawl_dir / CONTROL_FILE,
             )
         except STARTUP_ERRORS as exc:  # told to the coordinator, which ends the crawl with this message
             await mesh.ready(str(exc))
@@ -170,12 +173,20 @@ def _worker_main(spec: WorkerSpec) -> None:
     asyncio.run(run())
 
 
+THREAD_PREFIX = "crawlspace-"
+"""The name of every thread the package starts beside a crawl (see `start_method`)."""
+
+
 def start_method() -> str:
     """How to start the crawl processes: a fork (cheap; the children share this process's pages and
     their CPU time is its children's), unless this process runs RocksDB's background threads, which
     a process that has opened a crawl table keeps for good: a fork copies only the forking thread,
     and a child forked from such a process hung closing its table, waiting for threads it does not
-    have. Then they start from a fork server (a clean process)."""
+    have. Then they start from a fork server (a clean process), as they do beside a thread this
+    package started (named `crawlspace-...`: the dashboard attached to the crawl), whose locks and
+    sockets a fork would copy half-held into every child."""
+    if any(thread.name.startswith(THREAD_PREFIX) for thread in threading.enumerate()):
+        return "forkserver"
     try:
         names = [(Path("/proc/self/task") / task / "comm").read_text() for task in os.listdir("/proc/self/task")]
     except OSError:

@@ -121,20 +121,25 @@ class RobotsLog:
             self._fd = -1
 
     def _newest(self) -> dict[str, tuple[int, float, bytes, bytes]]:
-        """origin -> (status, fetch time, body, the line itself) of its last complete line."""
-        newest: dict[str, tuple[int, float, bytes, bytes]] = {}
-        try:
-            handle = self.path.open("rb")
-        except FileNotFoundError:
-            return newest
-        with handle:
-            for raw in handle:
-                parsed = _parse(raw)
-                if parsed is not None:
-                    origin, status, at, body = parsed
-                    newest.pop(origin, None)  # re-inserted: the dict keeps file order of the newest lines
-                    newest[origin] = (status, at, body, raw)
+        return newest_entries(self.path)
+
+
+def newest_entries(path: Path) -> dict[str, tuple[int, float, bytes, bytes]]:
+    """origin -> (status, fetch time, body, the line itself) of its last complete line in the log at
+    `path` ({} if there is none); it only reads, so the read side (store/reader.py) uses it too."""
+    newest: dict[str, tuple[int, float, bytes, bytes]] = {}
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
         return newest
+    with handle:
+        for raw in handle:
+            parsed = _parse(raw)
+            if parsed is not None:
+                origin, status, at, body = parsed
+                newest.pop(origin, None)  # re-inserted: the dict keeps file order of the newest lines
+                newest[origin] = (status, at, body, raw)
+    return newest
 
 
 def _parse(raw: bytes) -> tuple[str, int, float, bytes] | None:

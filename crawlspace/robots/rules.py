@@ -332,6 +332,12 @@ class RobotsRules:
                 decoded = None
         return group.allowed(path, decoded)
 
+    def rules_for(self, user_agent: str) -> list[Rule]:
+        """The rules of the group that applies to `user_agent`, in decision order (the first that
+        matches a path decides); [] when no group names it (everything allowed, unless disallow_all)."""
+        group = self._group(user_agent)
+        return [] if group is None else list(group.rules)
+
     def crawl_delay(self, user_agent: str) -> float | None:
         """Crawl-delay (seconds) of the group that applies to `user_agent`, if it names one."""
         group = self._group(user_agent)

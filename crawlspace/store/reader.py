@@ -51,8 +51,9 @@ import msgspec
 from crawlspace.config import CrawlConfig
 from crawlspace.fetch.decode import DecodeError, decode_body
 from crawlspace.parse import ParsedPage, parse_html
+from crawlspace.robots.persist import LOG_NAME, newest_entries
 from crawlspace.store.cdxj import CdxjEntry, CdxjIndex
-from crawlspace.store.crawltable import CrawlTable, CrawlTableError, FetchInfo, Row
+from crawlspace.store.crawltable import Anchor, CrawlTable, CrawlTableError, FetchInfo, Row
 from crawlspace.store.pagestore import TABLE_DIR, WARC_DIR
 from crawlspace.store.shards import ShardedTable, table_shards
 from crawlspace.store.warc import Capture, StoredRecord, WarcFormatError, parse_http_response, read_record
@@ -162,6 +163,16 @@ class StoredPage(msgspec.Struct, frozen=True, kw_only=True):
     """Where the response (or revisit record) is in the WARC files (`CrawlReader.record` reads it)."""
     outlinks: list[Edge] = []
     """The distinct links of the newest parse, in page order (no self-links)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsFile:
+    """A robots.txt as the crawl fetched it: the origin's final status, when, and the raw body."""
+
+    origin: str
+    status: int
+    fetched: float
+    body: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,6 +324,23 @@ class CrawlReader:
         `table_fetch_versions`, while `fetches` and `changes` of the newest count them all."""
         row = self.table.get(url, family="fetch", versions=None)
         return [] if row is None else row.fetches
+
+    def anchors(self, url: str) -> list[Anchor]:
+        """The newest anchor text of each page linking to `url` (as the crawl stored it)."""
+        row = self.table.get(url, family="anchor")
+        return [] if row is None else row.anchors
+
+    def robots_files(self) -> dict[str, RobotsFile]:
+        """The newest robots.txt the crawl kept of each origin (a 2xx: its rules; any other status:
+        "unavailable", no restrictions), from every directory and partition; transient failures
+        (5xx, network) are never kept, so their origins are missing."""
+        found: dict[str, RobotsFile] = {}
+        for directory in self.dirs:
+            for log_path in [directory / "robots" / LOG_NAME, *sorted(directory.glob(f"workers/*/robots/{LOG_NAME}"))]:
+                for origin, (status, at, body, _raw) in newest_entries(log_path).items():
+                    if origin not in found or found[origin].fetched < at:
+                        found[origin] = RobotsFile(origin, status, at, body)
+        return found
 
     # -- WARC records ------------------------------------------------------------------------
 

@@ -33,10 +33,12 @@ from crawlspace.crawl.telemetry import (
 )
 from crawlspace.simweb import RunningServer
 
-# what a progress.jsonl line held before Snapshots existed, in order; "workers" was the coordinator's
+# what a progress.jsonl line held before Snapshots existed, in order ("workers" was the coordinator's),
+# with the status and outcome counts the dashboard shows of a running crawl
 LINE_KEYS = [
     "time", "elapsed", "pages", "pages_per_second_recent", "pages_per_second_average", "bytes",
-    "robots_excluded", "duplicate_content", "errors", "errors_by_kind", "frontier", "in_flight",
+    "robots_excluded", "duplicate_content", "errors", "errors_by_kind", "responses_by_status", "outcomes",
+    "duplicate_urls", "filtered", "frontier", "in_flight",
     "active_hosts", "parked_hosts", "known_hosts", "awaiting_address", "front_queues", "urls_seen",
     "urls_buffered", "robots_cached", "dns_cached", "workers",
 ]  # fmt: skip

@@ -1,0 +1,619 @@
+"""What the dashboard shows of a crawl directory, read and never written: the model behind every page.
+
+Sources, all of them files a crawl writes anyway: DIR/progress.jsonl (one line per progress
+report, tailed from where the last read stopped), DIR/workers/<k>/progress.jsonl (a `--processes`
+crawl's partitions), DIR/stats.json (the final figures), DIR/config.json (the robots agent), and
+the crawl table, WARC files and robots.txt log through `CrawlReader`. A running crawl's table is
+read as RocksDB's read-only mode sees it when opened, so the reader is opened again when the crawl
+has moved on; the table-wide figures (hosts, content types, sizes, fetch durations) come from one
+scan that is cached and repeated no sooner than `SCAN_COST_FACTOR` times the last scan took, so a
+dashboard left open on a large crawl costs the crawl a bounded share of the machine.
+
+Nothing here knows HTTP: `app.py` serves it, `metrics.py` exports it; every method returns plain
+data. Calls are not thread-safe: the server makes them on one thread of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crawlspace.config import ConfigError, CrawlConfig
+from crawlspace.crawl.control import CONTROL_FILE, read_command
+from crawlspace.robots import parse as parse_robots
+from crawlspace.store.crawltable import CrawlTableError, FetchInfo
+from crawlspace.store.reader import CrawlReader, KeyRange
+from crawlspace.store.rowkey import RowKeyError, row_key
+from crawlspace.urls.normalize import host_of
+
+PROGRESS_FILE = "progress.jsonl"
+STATS_FILE = "stats.json"
+SERIES_POINTS = 1800
+"""Progress lines kept for the pages/s chart (an hour at the default 2 s cadence)."""
+SCAN_COST_FACTOR = 50.0
+"""A table scan is repeated no sooner than this many times its own duration after the last: at most
+2% of one core, and of the GIL of a crawl the dashboard is attached to."""
+MIN_SCAN_INTERVAL = 5.0
+RECENT_FETCHES = 100
+STALE_AFTER = 15.0
+"""Seconds without a progress line after which a crawl that did not finish is 'not reporting'."""
+
+SIZE_BUCKETS: tuple[float, ...] = (1024, 4096, 16384, 65536, 262144, 1048576, 4194304, float("inf"))
+DURATION_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, float("inf"))
+
+_REASONS = {
+    200: "OK", 201: "Created", 204: "No Content", 206: "Partial Content", 301: "Moved Permanently", 302: "Found",
+    303: "See Other", 304: "Not Modified", 307: "Temporary Redirect", 308: "Permanent Redirect",
+    400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+    410: "Gone", 429: "Too Many Requests", 451: "Unavailable For Legal Reasons", 500: "Internal Server Error",
+    502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
+}  # fmt: skip
+
+
+class ProgressTail:
+    """The lines of a progress.jsonl, read incrementally: each `read` parses only what was appended
+    since the last (a torn last line waits for its end; a file cut shorter is read again)."""
+
+    def __init__(self, path: Path, keep: int = SERIES_POINTS) -> None:
+        self.path = path
+        self.lines: deque[dict[str, Any]] = deque(maxlen=keep)
+        self._offset = 0
+        self._partial = b""
+
+    @property
+    def latest(self) -> dict[str, Any] | None:
+        return self.lines[-1] if self.lines else None
+
+    def read(self) -> None:
+        try:
+            with self.path.open("rb") as handle:
+                size = handle.seek(0, 2)
+                if size < self._offset:  # replaced or truncated: start again
+                    self.lines.clear()
+                    self._offset, self._partial = 0, b""
+                handle.seek(self._offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return
+        self._offset += len(data)
+        chunks = (self._partial + data).split(b"\n")
+        self._partial = chunks.pop()
+        for chunk in chunks:
+            try:
+                line = json.loads(chunk)
+            except ValueError:
+                continue  # a damaged line is skipped, not fatal
+            if isinstance(line, dict):
+                self.lines.append(line)
+
+
+@dataclass(slots=True)
+class HostFigures:
+    """One host's fetches as the crawl table holds them (its newest fetch of each URL)."""
+
+    host: str
+    pages: int = 0
+    ok: int = 0
+    redirects: int = 0
+    client_errors: int = 0
+    server_errors: int = 0
+    failures: int = 0
+    """Attempts without a response (timeouts, DNS and connection errors)."""
+    bytes: int = 0
+    seconds: float = 0.0
+    last_fetched: float = 0.0
+
+    def add(self, fetch: FetchInfo) -> None:
+        self.pages += 1
+        status = fetch.status
+        if 200 <= status < 300:
+            self.ok += 1
+        elif 300 <= status < 400:
+            self.redirects += 1
+        elif 400 <= status < 500:
+            self.client_errors += 1
+        elif status >= 500:
+            self.server_errors += 1
+        else:
+            self.failures += 1
+        self.bytes += fetch.length
+        self.seconds += fetch.duration
+        self.last_fetched = max(self.last_fetched, fetch.fetched)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["errors"] = self.client_errors + self.server_errors + self.failures
+        data["mean_seconds"] = round(self.seconds / self.pages, 4) if self.pages else 0.0
+        return data
+
+
+@dataclass(slots=True)
+class TableFigures:
+    """The table-wide figures of one scan."""
+
+    hosts: dict[str, HostFigures] = field(default_factory=dict)
+    content_types: Counter[str] = field(default_factory=Counter)
+    size_counts: list[int] = field(default_factory=lambda: [0] * len(SIZE_BUCKETS))
+    duration_counts: list[int] = field(default_factory=lambda: [0] * len(DURATION_BUCKETS))
+    duration_sum: float = 0.0
+    size_sum: int = 0
+    pages: int = 0
+    crawl_delays: dict[str, float | None] = field(default_factory=dict)
+    """Each host's robots.txt Crawl-delay for the crawl's agent (hosts without one kept are missing)."""
+    scanned_at: float = 0.0
+    scan_seconds: float = 0.0
+
+
+def _bucket(value: float, bounds: tuple[float, ...]) -> int:
+    for place, bound in enumerate(bounds):
+        if value <= bound:
+            return place
+    return len(bounds) - 1
+
+
+def summarize(fetches: Iterable[tuple[str, FetchInfo]]) -> TableFigures:
+    """Per-host counts, content types and the size and duration histograms of (URL, newest fetch)
+    pairs; durations only of attempts that got a response (a timeout's is the timeout)."""
+    figures = TableFigures()
+    for url, fetch in fetches:
+        host = host_of(url)
+        figures.hosts.setdefault(host, HostFigures(host)).add(fetch)
+        figures.pages += 1
+        if fetch.status:
+            kind = (fetch.content_type or "").split(";")[0].strip().lower() or "(none)"
+            figures.content_types[kind] += 1
+            figures.size_counts[_bucket(fetch.length, SIZE_BUCKETS)] += 1
+            figures.size_sum += fetch.length
+            figures.duration_counts[_bucket(fetch.duration, DURATION_BUCKETS)] += 1
+            figures.duration_sum += fetch.duration
+    return figures
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeRow:
+    outcome: str
+    count: int
+    share: float | None
+    """Of all download attempts (fetches plus robots.txt exclusions), as in Najork and Heydon's table;
+    None for an event that is not an attempt's outcome (a duplicate URL is never fetched)."""
+    kind: str
+    """'status', 'error', 'robots' (a download attempt's outcome) or 'event' (duplicates, filtered)."""
+
+
+def outcome_rows(counts: dict[str, Any]) -> list[OutcomeRow]:
+    """The outcomes of download attempts in the shape of Najork & Heydon's table ("High-performance
+    web crawling", 2001): every status with its reason phrase, every kind of failure, the robots.txt
+    exclusions, most frequent first, each with its share of the attempts; then the URLs and pages
+    the crawl set aside (duplicates, filtered), counted but without a share.
+
+    `counts`: stats.json's fields or a progress line's (`responses_by_status`, `errors` or
+    `errors_by_kind`, `robots_excluded`, `duplicate_content`, `duplicate_urls`, `filtered`)."""
+    statuses = {int(code): int(n) for code, n in (counts.get("responses_by_status") or {}).items()}
+    errors = counts.get("errors") if isinstance(counts.get("errors"), dict) else counts.get("errors_by_kind")
+    errors = {str(kind): int(n) for kind, n in (errors or {}).items()}
+    robots = int(counts.get("robots_excluded") or 0)
+    attempts = sum(statuses.values()) + sum(errors.values()) + robots
+    total = max(attempts, 1)
+    rows = [
+        OutcomeRow(f"{code} {_REASONS.get(code, '')}".strip(), n, n / total, "status") for code, n in statuses.items()
+    ]
+    rows += [OutcomeRow(kind, n, n / total, "error") for kind, n in errors.items()]
+    if robots:
+        rows.append(OutcomeRow("excluded by robots.txt", robots, robots / total, "robots"))
+    rows.sort(key=lambda row: (-row.count, row.outcome))
+    events = [
+        ("duplicate content (exact)", int(counts.get("duplicate_content") or 0)),
+        ("duplicate URLs", int(counts.get("duplicate_urls") or 0)),
+        *((f"filtered: {reason}", int(n)) for reason, n in sorted((counts.get("filtered") or {}).items())),
+    ]
+    rows += [OutcomeRow(name, n, None, "event") for name, n in events if n]
+    return rows
+
+
+def status_classes(statuses: dict[str, int]) -> dict[str, int]:
+    """Responses by class (2xx ... 5xx)."""
+    classes: Counter[str] = Counter()
+    for code, n in statuses.items():
+        classes[f"{str(code)[0]}xx"] += int(n)
+    return dict(sorted(classes.items()))
+
+
+_COUNTERS: tuple[tuple[str, str, str, Any], ...] = (
+    # the dashboard's name, stats.json's, a progress line's, the value when missing
+    ("pages", "pages_fetched", "pages", 0),
+    ("bytes", "bytes_downloaded", "bytes", 0),
+    ("responses_by_status", "responses_by_status", "responses_by_status", {}),
+    ("errors", "errors", "errors_by_kind", {}),
+    ("outcomes", "outcomes", "outcomes", {}),
+    ("robots_excluded", "robots_excluded", "robots_excluded", 0),
+    ("duplicate_content", "duplicate_content", "duplicate_content", 0),
+    ("duplicate_urls", "duplicate_urls", "duplicate_urls", 0),
+    ("filtered", "filtered", "filtered", {}),
+    ("elapsed", "duration_seconds", "elapsed", 0.0),
+)
+
+
+class CrawlView:
+    """The dashboard's read-only model of one crawl directory (see the module docstring)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.directory = directory
+        self._clock = clock
+        self._monotonic = monotonic
+        self.progress = ProgressTail(directory / PROGRESS_FILE)
+        self.partitions: dict[int, ProgressTail] = {}
+        self._stats: dict[str, Any] | None = None
+        self._stats_mtime: int | None = None
+        self._reader: CrawlReader | None = None
+        self._reader_progress: float | None = None
+        self._figures: TableFigures | None = None
+        self._next_scan = 0.0
+
+    @property
+    def robots_agent(self) -> str:
+        """The product token the crawl matched robots.txt groups with (its config.json's; read each
+        time: a crawl attached to its dashboard writes the file after the dashboard starts)."""
+        try:
+            values = json.loads((self.directory / "config.json").read_text())
+            return CrawlConfig.from_mapping(values, source="config.json").robots_agent
+        except (OSError, ValueError, ConfigError):
+            return CrawlConfig().robots_agent
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    # -- progress and state ------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Read what the crawl appended to its progress files and a new stats.json."""
+        self.progress.read()
+        for path in sorted(self.directory.glob(f"workers/*/{PROGRESS_FILE}")):
+            if path.parent.name.isdigit():
+                self.partitions.setdefault(int(path.parent.name), ProgressTail(path, keep=2)).read()
+        try:
+            mtime = (self.directory / STATS_FILE).stat().st_mtime_ns
+        except OSError:
+            return
+        if mtime != self._stats_mtime:
+            try:
+                self._stats = json.loads((self.directory / STATS_FILE).read_text())
+                self._stats_mtime = mtime
+            except (OSError, ValueError):
+                pass  # being replaced: read at the next refresh
+
+    @property
+    def stats(self) -> dict[str, Any] | None:
+        return self._stats
+
+    def state(self) -> str:
+        """'starting' (nothing reported yet), 'running', 'paused', 'finished', or 'not reporting'
+        (no report for STALE_AFTER seconds and no stats.json after them: killed, or hung)."""
+        latest = self.progress.latest
+        stats = self._stats
+        if (
+            stats is not None
+            and stats.get("finished_at")
+            and (latest is None or stats["finished_at"] + 2.0 >= latest["time"])
+        ):
+            return "finished"
+        if latest is None:
+            return "starting"
+        if self._clock() - latest["time"] > STALE_AFTER:
+            return "not reporting"
+        return "paused" if latest.get("paused") else "running"
+
+    @property
+    def live(self) -> bool:
+        return self.state() in ("running", "paused", "starting")
+
+    def counts(self) -> dict[str, Any]:
+        """The crawl's counters: stats.json's once it finished, else the latest progress line's."""
+        if self._stats is not None and self.state() == "finished":
+            source, column = self._stats, 1
+        else:
+            source, column = self.progress.latest or {}, 2
+        return {names[0]: source.get(names[column]) or type(default)() for *names, default in _COUNTERS}
+
+    def overview(self) -> dict[str, Any]:
+        """Everything the overview page shows, as plain data (the /api/overview document)."""
+        latest = self.progress.latest or {}
+        counts = self.counts()
+        stats = self._stats or {}
+        series = [
+            [line.get("time"), line.get("pages"), line.get("pages_per_second_recent")] for line in self.progress.lines
+        ]
+        command = read_command(self.directory / CONTROL_FILE)
+        figures = self._figures
+        dns, robots_section = stats.get("dns") or {}, stats.get("robots") or {}
+        return {
+            "directory": str(self.directory),
+            "state": self.state(),
+            "termination": stats.get("termination") if self.state() == "finished" else None,
+            "last_command": None if command is None else {"command": command.command, "at": command.at},
+            "pages": counts["pages"],
+            "bytes": counts["bytes"],
+            "elapsed": counts["elapsed"],
+            "pages_per_second_recent": latest.get("pages_per_second_recent", 0.0),
+            "pages_per_second_average": (
+                stats.get("pages_per_second", 0.0)
+                if self.state() == "finished"
+                else latest.get("pages_per_second_average", 0.0)
+            ),
+            "frontier": latest.get("frontier", 0),
+            "in_flight": latest.get("in_flight", 0),
+            "hosts": {
+                "known": latest.get("known_hosts", 0),
+                "active": latest.get("active_hosts", 0),
+                "parked": latest.get("parked_hosts", 0),
+                "awaiting_address": latest.get("awaiting_address", 0),
+            },
+            "caches": {
+                "robots_cached": latest.get("robots_cached", 0),
+                "dns_cached": latest.get("dns_cached", 0),
+                "dns": {key: value for key, value in dns.items() if "hit" in key or "miss" in key or "rate" in key},
+                "robots": {
+                    key: value
+                    for key, value in robots_section.items()
+                    if "hit" in key or "miss" in key or "rate" in key
+                },
+            },
+            "status_classes": status_classes(counts["responses_by_status"]),
+            "outcomes": [asdict(row) for row in outcome_rows(counts)],
+            "table_scanned_at": None if figures is None else figures.scanned_at,
+            "content_types": None if figures is None else dict(figures.content_types.most_common(12)),
+            "page_sizes": None if figures is None else _histogram(figures.size_counts, SIZE_BUCKETS),
+            "series": series,
+            "partitions": [
+                {"partition": index, **_partition_row(tail.latest)}
+                for index, tail in sorted(self.partitions.items())
+                if tail.latest is not None
+            ],
+        }
+
+    # -- the crawl table ---------------------------------------------------------------------
+
+    def reader(self) -> CrawlReader | None:
+        """A reader of the table as it is now: opened again when the crawl has reported since it was
+        opened (RocksDB's read-only view is the table at open time); None while there is no table."""
+        latest = self.progress.latest
+        mark = None if latest is None else latest.get("time")
+        if self._reader is not None and (mark == self._reader_progress or not self.live):
+            return self._reader
+        self.close()
+        try:
+            self._reader = CrawlReader([self.directory])
+        except CrawlTableError:
+            return None
+        self._reader_progress = mark
+        return self._reader
+
+    def figures(self) -> TableFigures | None:
+        """The table-wide figures, scanned again when the last scan is old enough (module docstring)."""
+        now = self._monotonic()
+        cached = self._figures
+        if cached is not None and cached.pages and (now < self._next_scan or not self.live):
+            return cached  # (an empty scan is always repeated: a page of nothing helps nobody, and costs nothing)
+        began = self._monotonic()  # the reader's reopening counts: RocksDB replays the crawl's log then
+        reader = self.reader()
+        if reader is None:
+            return self._figures
+        figures = summarize(reader.fetches())
+        agent = self.robots_agent
+        for origin, kept in reader.robots_files().items():  # part of the scan: same cadence, same cost rule
+            if 200 <= kept.status < 300:
+                figures.crawl_delays[host_of(origin + "/")] = parse_robots(kept.body).crawl_delay(agent)
+        figures.scan_seconds = self._monotonic() - began
+        figures.scanned_at = self._clock()
+        self._figures = figures
+        self._next_scan = self._monotonic() + max(MIN_SCAN_INTERVAL, SCAN_COST_FACTOR * figures.scan_seconds)
+        return figures
+
+    def hosts(self) -> list[dict[str, Any]]:
+        """Every host's figures, most pages first, with the Crawl-delay its robots.txt asks of the
+        crawl's agent (None: none asked, or no robots.txt kept)."""
+        figures = self.figures()
+        if figures is None:
+            return []
+        ordered = sorted(figures.hosts.values(), key=lambda h: (-h.pages, h.host))
+        return [host.to_dict() | {"crawl_delay": figures.crawl_delays.get(host.host)} for host in ordered]
+
+    def host(self, host: str) -> dict[str, Any] | None:
+        """One host: its figures, its newest fetches, and each of its origins' robots.txt as fetched
+        with the rules that apply to the crawl's agent."""
+        reader = self.reader()
+        if reader is None:
+            return None
+        try:
+            prefix = row_key(f"http://{host}/").split("/", 1)[0]
+        except RowKeyError:
+            return None
+        fetches = [
+            (url, fetch) for url, fetch in reader.fetches(KeyRange(prefix + "/", prefix + "0")) if host_of(url) == host
+        ]
+        if not fetches:
+            return None
+        figures = summarize(fetches).hosts[host]
+        fetches.sort(key=lambda pair: -pair[1].fetched)
+        robots = []
+        for origin, kept in sorted(reader.robots_files().items()):
+            if host_of(origin + "/") != host:
+                continue
+            rules = parse_robots(kept.body) if 200 <= kept.status < 300 else None
+            robots.append(
+                {
+                    "origin": origin,
+                    "status": kept.status,
+                    "fetched": kept.fetched,
+                    "body": kept.body.decode("utf-8", "replace"),
+                    "agent": self.robots_agent,
+                    "crawl_delay": None if rules is None else rules.crawl_delay(self.robots_agent),
+                    "rules": []
+                    if rules is None
+                    else [
+                        {"allow": rule.allow, "pattern": rule.pattern} for rule in rules.rules_for(self.robots_agent)
+                    ],
+                }
+            )
+        return {
+            **figures.to_dict(),
+            "recent": [_fetch_row(url, fetch) for url, fetch in fetches[:RECENT_FETCHES]],
+            "robots": robots,
+        }
+
+    def page(self, url: str) -> dict[str, Any] | None:
+        """A crawl-table row: its fetches (versions, newest first), title, the anchors of the pages
+        linking to it, its out-links, its duplicate's original, where its WARC record is."""
+        reader = self.reader()
+        if reader is None:
+            return None
+        try:
+            page = reader.page(url)
+        except RowKeyError:
+            return None
+        if page is None:
+            return None
+        capture = page.capture
+        return {
+            "url": page.url,
+            "host": host_of(page.url),
+            "title": page.title,
+            "fetch": _fetch_row(page.url, page.fetch),
+            "history": [_fetch_row(page.url, fetch) for fetch in reader.fetch_history(page.url)],
+            "duplicate_of": page.fetch.duplicate_of,
+            "anchors": [{"source": anchor.source, "text": anchor.text} for anchor in reader.anchors(page.url)],
+            "outlinks": [
+                {"target": edge.target, "text": edge.text, "nofollow": edge.nofollow} for edge in page.outlinks
+            ],
+            "capture": None
+            if capture is None
+            else {"filename": capture.filename, "offset": capture.offset, "length": capture.length},
+            "inlinks": self._inlinks(page.url),
+            "duplicates": self._duplicates(page.url),
+        }
+
+    def _inlinks(self, url: str) -> list[dict[str, Any]] | None:
+        """The links to `url` in the link graph of `crawlspace jobs` (None: the graph job has not run)."""
+        if not (self.directory / "jobs" / "graph").is_dir():
+            return None
+        from crawlspace.jobs import JobOutputError, read_table
+
+        try:
+            edges = read_table(
+                self.directory, "graph", "edges", columns=["source", "text", "nofollow", "redirect"],
+                filters=[("target", "==", url)],
+            )  # fmt: skip
+        except (JobOutputError, OSError, ValueError):
+            return None
+        rows = zip(edges["source"], edges["text"], edges["nofollow"], edges["redirect"], strict=True)
+        return [
+            {"source": source, "text": text, "nofollow": bool(nofollow), "redirect": bool(redirect)}
+            for source, text, nofollow, redirect in rows
+        ]
+
+    def _duplicates(self, url: str) -> dict[str, list[str]] | None:
+        """Its exact and near-duplicate clusters from the dedup and near jobs (None: not run)."""
+        if not (self.directory / "jobs" / "dedup").is_dir():
+            return None
+        from crawlspace.jobs import JobOutputError
+        from crawlspace.jobs.lookup import NotFetched, duplicates_of
+
+        try:
+            found = duplicates_of(self.directory, url)
+        except (JobOutputError, NotFetched, OSError, ValueError):
+            return None
+        return {"exact": found.exact, "near": found.near}
+
+    def record(self, url: str) -> str | None:
+        """The page's newest WARC record as text (headers, then the block, undecoded bytes shown as
+        replacement characters), or None when it has none or its file is missing or damaged."""
+        reader = self.reader()
+        if reader is None:
+            return None
+        try:
+            page = reader.page(url)
+            if page is None or page.capture is None:
+                return None
+            stored = reader.record(page.capture)
+        except (RowKeyError, OSError, ValueError):
+            return None
+        headers = "".join(f"{name}: {value}\r\n" for name, value in stored.headers.items())
+        return f"WARC/1.1\r\n{headers}\r\n" + stored.block.decode("utf-8", "replace")
+
+    def search(self, query: str, top: int = 10) -> dict[str, Any]:
+        """The query over the index `crawlspace jobs` built (DIR/jobs/index) with snippets; without
+        an index, how to build one."""
+        from crawlspace.index import Index, IndexFormatError, parse_query
+        from crawlspace.index.snippets import make_snippet
+
+        index_dir = self.directory / "jobs" / "index"
+        if not index_dir.is_dir():
+            return {"query": query, "hits": [], "missing": f"crawlspace jobs {self.directory} --only index"}
+        parsed = parse_query(query)
+        try:
+            with Index(index_dir) as index:
+                result = index.search(parsed, top)
+                idf = {term: index.scorer.idf(index.stats.document_frequency(term)) for term in parsed.terms}
+        except IndexFormatError as exc:
+            return {"query": query, "hits": [], "error": str(exc), "missing": f"crawlspace jobs {self.directory}"}
+        reader = self.reader()
+        hits = []
+        for hit in result.hits:
+            page = None if reader is None else reader.page(hit.url)
+            text = (page.text or "") if page is not None else ""
+            if page is not None and not text and reader is not None:
+                reparsed = reader.parse(page)
+                text = reparsed.text if reparsed is not None else ""
+            snippet = make_snippet(text, parsed.terms, weights=idf)
+            pieces, at = [], 0
+            for start, end in snippet.highlights:
+                pieces += [[snippet.text[at:start], False], [snippet.text[start:end], True]]
+                at = end
+            pieces.append([snippet.text[at:], False])
+            hits.append(
+                {"url": hit.url, "title": hit.title, "score": hit.score, "similar": hit.similar, "snippet": pieces}
+            )
+        return {"query": query, "hits": hits}
+
+
+def _histogram(counts: list[int], bounds: tuple[float, ...]) -> list[dict[str, Any]]:
+    return [
+        {"le": None if bound == float("inf") else bound, "count": n} for bound, n in zip(bounds, counts, strict=True)
+    ]
+
+
+def _partition_row(line: dict[str, Any] | None) -> dict[str, Any]:
+    line = line or {}
+    return {
+        key: line.get(key, 0)
+        for key in ("pages", "pages_per_second_recent", "bytes", "frontier", "in_flight", "active_hosts", "errors")
+    } | {"paused": bool(line.get("paused"))}
+
+
+def _fetch_row(url: str, fetch: FetchInfo) -> dict[str, Any]:
+    return {
+        "url": url,
+        "status": fetch.status,
+        "outcome": fetch.outcome,
+        "fetched": fetch.fetched,
+        "duration": round(fetch.duration, 4),
+        "length": fetch.length,
+        "content_type": fetch.content_type,
+        "changed": fetch.changed,
+        "fingerprint": None if fetch.fingerprint is None else f"{fetch.fingerprint:016x}",
+        "location": fetch.location,
+        "error": fetch.error,
+        "depth": fetch.depth,
+    }

@@ -1,0 +1,77 @@
+"""The dashboard attached to a live crawl (`crawl --serve`): live figures, pause, resume and stop over
+HTTP, checked against the crawl's own figures and the simulated web's request log."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from crawlspace.simweb import RunningServer
+from tests.serve.live import REPO, URL_LINE, LiveCrawl, live_crawl
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("processes", [1, 2])
+def test_pause_resume_and_stop_a_live_crawl(served_small_web: RunningServer, tmp_path: Path, processes: int) -> None:
+    out = tmp_path / "crawl"
+    options = ("--min-delay", "0.3", "--max-seconds", "120")
+    with live_crawl(served_small_web, out, *options, processes=processes) as crawl:
+        crawl.wait_for(lambda o: o["state"] == "running" and o["pages"] > 5, what="pages")
+        assert crawl.control("pause")["command"] == "pause"
+        paused = crawl.wait_for(lambda o: o["state"] == "paused" and o["in_flight"] == 0, what="the pause")
+        if processes > 1:  # every partition heard it
+            assert [row["paused"] for row in paused["partitions"]] == [True] * processes
+        held = paused["pages"]
+        quiet_from = time.time()
+        time.sleep(2.5)
+        quiet_until = time.time()
+        assert crawl.overview()["pages"] == held  # nothing fetched while paused
+        crawl.control("resume")
+        crawl.wait_for(lambda o: o["state"] == "running" and o["pages"] > held, what="the resume")
+        crawl.control("stop")
+        assert crawl.process.wait(60) == 0
+    time.sleep(1.5)  # the server writes its log at most a second behind
+    arrivals = [entry.arrived for entry in served_small_web.read_log()]
+    assert not [at for at in arrivals if quiet_from <= at <= quiet_until]  # the server's side: no request at all
+    assert max(arrivals) > quiet_until
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["termination"] == "operator-stop"
+    assert stats["pages_fetched"] > held
+
+
+@pytest.mark.slow
+def test_crawlspace_serve_watches_a_crawl_running_in_another_process(
+    served_small_web: RunningServer, tmp_path: Path
+) -> None:
+    out = tmp_path / "crawl"
+    with live_crawl(served_small_web, out, "--min-delay", "0.3", "--max-seconds", "120") as crawl:
+        crawl.wait_for(lambda o: o["pages"] > 5, what="pages")
+        server = subprocess.Popen(
+            [sys.executable, "-m", "crawlspace", "serve", str(out), "--port", "0"],
+            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)),
+        )  # fmt: skip
+        try:
+            assert server.stderr is not None
+            line = server.stderr.readline()
+            match = URL_LINE.search(line)
+            assert match is not None, line
+            other = LiveCrawl(server, match[1], out, [])  # the same requests, to the other process's dashboard
+            first = other.wait_for(lambda o: o["state"] == "running" and o["pages"] > 5, what="the other's view")
+            other.wait_for(lambda o: o["pages"] > first["pages"], what="pages rising in the other's view")
+            hosts = other.get("/api/hosts")
+            assert hosts and sum(host["pages"] for host in hosts) > 0
+            crawl.control("stop")
+            assert crawl.process.wait(60) == 0
+            stats = json.loads((out / "stats.json").read_text())
+            final = other.wait_for(lambda o: o["state"] == "finished", what="the end, seen from the other")
+            assert final["pages"] == stats["pages_fetched"] and final["termination"] == "operator-stop"
+        finally:
+            server.send_signal(signal.SIGINT)
+            server.wait(30)
