@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,6 +24,19 @@ from corpus import pages
 from crawlspace.index.layout import Index, build_index
 from crawlspace.index.segment import analyze
 from crawlspace.index.tokens import tokenize
+
+SEARCH_VENV = Path(__file__).resolve().parents[1] / ".venv-search"
+"""The other search libraries the benchmarks compare with (bm25s, tantivy) live here, never in the project."""
+
+
+def search_venv_python(module: str, *packages: str) -> Path:
+    """The python of bench/.venv-search, made on first use, with `packages` installed unless `module` imports."""
+    python = SEARCH_VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(SEARCH_VENV)], check=True)
+    if subprocess.run([str(python), "-c", f"import {module}"], capture_output=True).returncode:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *packages], check=True)
+    return python
 
 
 def draw_queries(documents: list, count: int, terms: int, seed: int) -> list[list[str]]:

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_index import draw_queries
+from bench_index import draw_queries, search_venv_python
 from corpus import pages
 
 from crawlspace.index.layout import Index, build_index
@@ -32,15 +32,6 @@ from crawlspace.index.segment import IndexDocument
 from crawlspace.index.tokens import tokenize
 
 HERE = Path(__file__).resolve().parent
-VENV = HERE.parent / ".venv-search"
-
-
-def bm25s_python() -> Path:
-    python = VENV / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "bm25s", "numpy", "scipy"], check=True)
-    return python
 
 
 def main() -> None:
@@ -56,9 +47,10 @@ def main() -> None:
         corpus = [tokenize(d.text) for d in documents]
         with open(work / "input.pkl", "wb") as file:
             pickle.dump((corpus, queries, 1.2, 0.75), file)
+        python = search_venv_python("bm25s", "bm25s", "numpy", "scipy")
         started = time.perf_counter()
         subprocess.run(
-            [str(bm25s_python()), str(HERE / "bm25s_scores.py"), str(work / "input.pkl"), str(work / "out.npy")],
+            [str(python), str(HERE / "bm25s_scores.py"), str(work / "input.pkl"), str(work / "out.npy")],
             check=True,
         )
         print(f"bm25s: indexed and scored in {time.perf_counter() - started:.1f} s")

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_index import draw_queries, percentiles
+from bench_index import draw_queries, percentiles, search_venv_python
 from corpus import pages
 
 from crawlspace.index.layout import Index, build_index
@@ -35,17 +35,6 @@ from crawlspace.index.segment import IndexDocument
 from crawlspace.index.tokens import tokenize
 
 HERE = Path(__file__).resolve().parent
-VENV = HERE.parent / ".venv-search"
-
-
-def tantivy_python() -> Path:
-    python = VENV / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    probe = subprocess.run([str(python), "-c", "import tantivy"], capture_output=True)
-    if probe.returncode:
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "tantivy"], check=True)
-    return python
 
 
 def main() -> None:
@@ -64,8 +53,9 @@ def main() -> None:
         work = Path(temporary)
         with open(work / "input.pkl", "wb") as file:
             pickle.dump(([" ".join(tokenize(d.text)) for d in documents], queries), file)
+        python = search_venv_python("tantivy", "tantivy")
         subprocess.run(
-            [str(tantivy_python()), str(HERE / "tantivy_run.py"), str(work / "input.pkl"), str(work / "out.pkl"),
+            [str(python), str(HERE / "tantivy_run.py"), str(work / "input.pkl"), str(work / "out.pkl"),
              str(args.threads)],
             check=True,
         )  # fmt: skip
