@@ -34,6 +34,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl import assembly
 from crawlspace.crawl.checkpoint import CheckpointError, CrawlState
 from crawlspace.crawl.control import CONTROL_FILE, ControlReader
+from crawlspace.crawl.hostfile import HOSTS_FILE, HostFile
 from crawlspace.crawl.ledger import JOURNAL_BROKEN, Ledger
 from crawlspace.crawl.ratelimit import RateLimit
 from crawlspace.crawl.recorder import Recorded
@@ -179,6 +180,10 @@ class CrawlEngine:
         self._low_water = 2 * config.concurrency  # below this many queued URLs the URL buffer is drained
         sinks = telemetry if telemetry is not None else [display_sink(live_progress)]
         self.telemetry = Telemetry([JsonLinesSink(self.out_dir / PROGRESS_FILE), *sinks])
+        index = peers.index if peers is not None else None
+        self.host_file = HostFile(
+            self.out_dir / HOSTS_FILE, self.frontier, extra=None if index is None else lambda: {"partition": index}
+        )
         # Ctrl-C and SIGTERM stop the crawl gracefully; not when it runs inside an application's own loop
         self._signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -370,7 +375,9 @@ class CrawlEngine:
             await self.resolver.close()
             await self._close_extensions()
             self.policy.close()
-            self.stats.sections.update(dns=self.resolver.stats(), guard=self.guard.stats(), fetch=fetcher.stats())
+            self.stats.sections.update(
+                dns=self.resolver.stats(), robots=self.robots.stats(), guard=self.guard.stats(), fetch=fetcher.stats()
+            )
             self.stats.sections["frontier"] = {
                 **self.frontier.stats.to_dict(),
                 "given_up_reasons": dict(self.frontier.given_up_reasons),
@@ -401,6 +408,7 @@ class CrawlEngine:
                 raise
             self._disk_full(exc)
             self.stats.errors["checkpoint-failed"] += 1
+        self._write_host_file(final=True)
         self.stats.finished_at = time.time()
         with contextlib.suppress(OSError) if self.disk_full else contextlib.nullcontext():
             self.stats.write(self.out_dir / "stats.json")
@@ -595,6 +603,17 @@ class CrawlEngine:
                 self.stats.errors["checkpoint-failed"] += 1
             self._obey_operator()
             self.telemetry.publish(self.snapshot())
+            self._write_host_file(final=False)
+
+    def _write_host_file(self, *, final: bool) -> None:
+        """DIR/hosts.json (crawl/hostfile.py): a window on the crawl, whose failure costs it nothing."""
+        try:
+            if final:
+                self.host_file.write()
+            else:
+                self.host_file.maybe_write()
+        except OSError:
+            self.stats.errors["host-file-failed"] += 1
 
     def _obey_operator(self) -> None:
         """Apply the newest command of the control file, if one came since the last report."""
@@ -628,6 +647,10 @@ class CrawlEngine:
             urls_buffered=self.urlset.pending,
             robots_cached=len(self.robots),
             dns_cached=len(self.resolver),
+            dns_cache_hits=self.resolver.hits + self.resolver.negative_hits,
+            dns_cache_misses=self.resolver.lookups,
+            robots_cache_hits=self.robots.hits,
+            robots_cache_misses=self.robots.misses,
             **self.extensions.gauges(),
             transport_down=int(not self.peers.connected) if isinstance(self.peers, TransportHealth) else None,
             paused=None if self._unpaused.is_set() else 1,

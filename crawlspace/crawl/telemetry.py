@@ -284,6 +284,11 @@ class Gauges:
     urls_buffered: Annotated[int, Merge.SUM] = 0  # waiting in the URL-seen buffer for the next batched test
     robots_cached: Annotated[int, Merge.SUM] = 0
     dns_cached: Annotated[int, Merge.SUM] = 0
+    # the caches' counters of this run (they only go up; a resumed run counts from 0 again)
+    dns_cache_hits: Annotated[int, Merge.SUM] = 0  # names answered from the cache, failures included
+    dns_cache_misses: Annotated[int, Merge.SUM] = 0  # lookups sent to DNS
+    robots_cache_hits: Annotated[int, Merge.SUM] = 0  # URLs checked against a fresh cached robots.txt
+    robots_cache_misses: Annotated[int, Merge.SUM] = 0  # URLs whose robots.txt had to be fetched first
     processing: Annotated[int | None, Merge.SUM] = None  # pages in the page processors (None: there are none)
     items: Annotated[int | None, Merge.SUM] = None  # items the processors emitted
     transport_down: Annotated[int | None, Merge.SUM] = None  # cluster nodes cut off from Redis (None: no cluster)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 
 import msgspec
 
@@ -24,6 +25,16 @@ ACTIVE = 1  # owns one of the B back queues
 PARKED = 2  # has a back queue on disk but gave up its slot until its contact time (errors, long delays)
 GIVEN_UP = 3  # failed too often: its URLs are dropped and counted
 STATUS_NAMES = {IDLE: "idle", ACTIVE: "active", PARKED: "parked", GIVEN_UP: "given-up"}
+
+
+class DelayCause(StrEnum):
+    """Which term of the politeness formula set a host's current delay (what an operator asks first
+    when a host is slow to crawl)."""
+
+    CRAWL_DELAY = "crawl-delay"  # its robots.txt Crawl-delay
+    MIN_DELAY = "min-delay"  # the configured minimum (the fetch was quick)
+    FETCH_TIME = "10x-rule"  # Mercator's k x the last fetch's duration (k = delay_factor), up to max_delay
+    BACKOFF = "backoff"  # errors, a 429/503 Retry-After, an unreachable robots.txt or a DNS failure
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +100,21 @@ class Politeness:
             return crawl_delay
         return gap
 
+    def gap_and_cause(
+        self, duration: float, crawl_delay: float | None, connections: int = 1
+    ) -> tuple[float, DelayCause]:
+        """`next_gap` and the term that decided it, for reports (not the hot path, which keeps
+        `next_gap`); the two agree on the gap for every input (tests/frontier check it)."""
+        scaled = self.delay_factor * duration
+        if scaled > self.min_delay:
+            gap, cause = min(scaled, self.max_delay), DelayCause.FETCH_TIME
+        else:
+            gap, cause = self.min_delay, DelayCause.MIN_DELAY
+        gap /= connections
+        if crawl_delay is not None and crawl_delay > gap:
+            return crawl_delay, DelayCause.CRAWL_DELAY
+        return gap, cause
+
     def error_backoff(self, failures: int) -> float:
         return self.error_delay * 2.0 ** min(failures - 1, 30)
 
@@ -138,6 +164,11 @@ class HostState(msgspec.Struct, eq=False):
     heap_seq: int = 0  # seq of its live entry in group.heap (0: none)
     park_seq: int = 0  # seq of its live entry in the parked heap (0: none)
     park_key: float = 0.0  # the time of that entry
+    # for reports only (`Frontier.host_report`), not checkpointed: what set t_e at the last release
+    last_duration: float = 0.0  # seconds the last fetch that reached the host took
+    last_contact: float = -math.inf  # when that fetch ended
+    backoff_until: float = -math.inf  # the t_e the last backoff (errors, Retry-After) asked for
+    backoff_seconds: float = 0.0  # and how long it was
 
     def __repr__(self) -> str:
         queued = self.queue.size if self.queue is not None else 0

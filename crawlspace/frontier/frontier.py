@@ -34,6 +34,7 @@ from crawlspace.frontier.back import (
 from crawlspace.frontier.diskqueue import BlockRef, DiskQueue, SegmentLog
 from crawlspace.frontier.entry import FrontierEntry
 from crawlspace.frontier.front import BreadthFirst, FrontQueues, Prioritizer
+from crawlspace.frontier.report import HostReport, host_report
 from crawlspace.frontier.state import FrontierStateError
 from crawlspace.frontier.store import DirectoryStore, MemoryStore, SegmentStore
 from crawlspace.urls import host_of
@@ -566,6 +567,8 @@ class Frontier:
         if crawl_delay is not None and crawl_delay >= 0 and math.isfinite(crawl_delay):
             host.crawl_delay = crawl_delay
         if contacted:
+            host.last_duration = duration
+            host.last_contact = now
             next_gap = self._next_gap
             until = now + next_gap(duration, host.crawl_delay, self._host_limit)
             if until > host.t_e:
@@ -577,7 +580,8 @@ class Frontier:
         if retry_after is not None and retry_after > 0 and math.isfinite(retry_after):
             until = now + retry_after
             if until > host.t_e:
-                host.t_e = until
+                host.t_e = host.backoff_until = until
+                host.backoff_seconds = retry_after
         if put_back is not None:
             self._put_back(host, put_back)
         if error:
@@ -628,7 +632,8 @@ class Frontier:
         else:
             until = now + politeness.error_backoff(host.failures)
         if until > host.t_e:
-            host.t_e = until
+            host.t_e = host.backoff_until = until
+            host.backoff_seconds = until - now
 
     def give_up(self, host: str, reason: str) -> int:
         """Drop a host and every URL of it, now and later (e.g. it resolves to a refused address).
@@ -799,6 +804,14 @@ class Frontier:
             "awaiting_address": len(self._awaiting),
             "front_queues": self._front.sizes(),
         }
+
+    def host_report(self, limit: int) -> HostReport:
+        """The hosts with most URLs queued (at most `limit`), their delays and what set them, and
+        every host counted (frontier/report.py). O(hosts): the caller decides how often."""
+        return host_report(
+            list(self._hosts.values()), self.politeness, now=self._clock(), front_queued=self._front.size,
+            limit=limit, connections=self._host_limit,
+        )  # fmt: skip
 
     def disk_bytes(self) -> int:
         return self._store.disk_bytes()

@@ -69,6 +69,8 @@ class RobotsCache:
         self._retry_delay = retry_delay
         self._max_entries = max_entries
         self._entries: dict[str, RobotsEntry] = {}
+        self.hits = 0  # asked of `entry`: answered by a fresh entry
+        self.misses = 0  # asked of `entry`: nothing fresh, robots.txt must be fetched
 
     def get(self, origin: str, now: float) -> RobotsRules | None:
         """The rules in force for `origin`, or None when robots.txt must be (re)fetched."""
@@ -79,9 +81,24 @@ class RobotsCache:
         """The fresh entry of `origin`, or None when robots.txt must be (re)fetched."""
         entry = self._entries.pop(origin, None)
         if entry is None:
+            self.misses += 1
             return None
         self._entries[origin] = entry  # most recently used last
-        return None if entry.expires <= now else entry
+        if entry.expires <= now:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return entry
+
+    def stats(self) -> dict[str, float | int]:
+        """The "robots" section of stats.json."""
+        asked = self.hits + self.misses
+        return {
+            "hits": self.hits,
+            "misses": self.misses,
+            "hit_rate": round(self.hits / asked, 4) if asked else 0.0,
+            "cached_origins": len(self._entries),
+        }
 
     def peek(self, origin: str) -> RobotsEntry | None:
         """The entry of `origin` even if expired (the engine's last-resort read, see CrawlEngine)."""

@@ -153,8 +153,8 @@ async def overview_page(request: web.Request) -> web.Response:
 
 async def hosts_page(request: web.Request) -> web.Response:
     dashboard = _dashboard(request)
-    hosts = await dashboard.read(dashboard.view.hosts)
-    return dashboard.render("hosts.html", page="hosts", hosts=hosts)
+    hosts, report = await dashboard.read(_hosts_with_report, dashboard.view)
+    return dashboard.render("hosts.html", page="hosts", hosts=hosts, report=report)
 
 
 async def host_page(request: web.Request) -> web.Response:
@@ -195,6 +195,10 @@ def _top(request: web.Request) -> int:
         return max(1, min(100, int(request.query.get("k", "10"))))
     except ValueError:
         raise web.HTTPBadRequest(text="k must be a number of results (1 to 100)") from None
+
+
+def _hosts_with_report(view: CrawlView) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    return view.hosts(), view.host_files().summary()
 
 
 def _overview_with_figures(view: CrawlView) -> dict[str, Any]:

@@ -61,6 +61,22 @@ class CrawlCollector(Collector):
         ):
             hosts.add_metric([state], latest.get(key, 0))
         yield hosts
+        for cache, doc in (("dns", "host names"), ("robots", "robots.txt checks of URLs")):
+            for outcome in ("hits", "misses"):
+                yield CounterMetricFamily(
+                    f"crawlspace_{cache}_cache_{outcome}",
+                    f"{doc.capitalize()} answered {'from' if outcome == 'hits' else 'without'} the {cache} cache "
+                    "(this run of the crawl).",
+                    latest.get(f"{cache}_cache_{outcome}", 0),
+                )
+        delays = GaugeMetricFamily(
+            "crawlspace_hosts_by_delay_cause",
+            "Hosts with URLs queued, by what sets their delay (the frontier's last host report).",
+            labels=["cause"],
+        )
+        for cause, n in sorted(view.host_files().summary()["by_cause"].items()):
+            delays.add_metric([cause], n)
+        yield delays
         yield GaugeMetricFamily(
             "crawlspace_pages_per_second",
             "Pages per second since the report before.",

@@ -1,9 +1,11 @@
 """What the dashboard shows of a crawl directory, read and never written: the model behind every page.
 
 Sources, all of them files a crawl writes anyway: DIR/progress.jsonl (one line per progress
-report, tailed from where the last read stopped), DIR/workers/<k>/progress.jsonl (a `--processes`
-crawl's partitions), DIR/stats.json (the final figures), DIR/config.json (the robots agent), and
-the crawl table, WARC files and robots.txt log through `CrawlReader`. A running crawl's table is
+report, tailed from where the last read stopped), DIR/workers/<k>/progress.jsonl and stats.json (a
+`--processes` crawl's partitions), DIR/stats.json (the final figures), DIR/config.json (the robots
+agent), DIR/hosts.json and DIR/workers/<k>/hosts.json (the frontier's hosts: queued URLs, delays and
+their causes, through crawl/hostfile.py's reader), a cluster's node statuses in its Redis when given
+one (`NodeStatus`), and the crawl table, WARC files and robots.txt log through `CrawlReader`. A running crawl's table is
 read as RocksDB's read-only mode sees it when opened, so the reader is opened again when the crawl
 has moved on; the table-wide figures (hosts, content types, sizes, fetch durations) come from one
 scan that is cached and repeated no sooner than `SCAN_COST_FACTOR` times the last scan took, so a
@@ -16,15 +18,17 @@ data. Calls are not thread-safe: the server makes them on one thread of its own.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from crawlspace.config import ConfigError, CrawlConfig
 from crawlspace.crawl.control import CONTROL_FILE, read_command
+from crawlspace.crawl.hostfile import HostFiles, read_host_files
 from crawlspace.robots import parse as parse_robots
 from crawlspace.store.crawltable import CrawlTableError, FetchInfo
 from crawlspace.store.reader import CrawlReader, KeyRange
@@ -42,6 +46,8 @@ MIN_SCAN_INTERVAL = 5.0
 RECENT_FETCHES = 100
 STALE_AFTER = 15.0
 """Seconds without a progress line after which a crawl that did not finish is 'not reporting'."""
+HOST_FILES_EVERY = 1.0
+"""The frontier's host reports are read again no sooner than this (the engine writes them about as often)."""
 
 SIZE_BUCKETS: tuple[float, ...] = (1024, 4096, 16384, 65536, 262144, 1048576, 4194304, float("inf"))
 DURATION_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, float("inf"))
@@ -90,6 +96,76 @@ class ProgressTail:
                 continue  # a damaged line is skipped, not fatal
             if isinstance(line, dict):
                 self.lines.append(line)
+
+
+class StatsFile:
+    """A stats.json, read again only when its modification time changes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.data: dict[str, Any] | None = None
+        self._mtime: int | None = None
+
+    def read(self) -> None:
+        try:
+            mtime = self.path.stat().st_mtime_ns
+        except OSError:
+            return
+        if mtime != self._mtime:
+            try:
+                data = json.loads(self.path.read_text())
+            except (OSError, ValueError):
+                return  # being replaced: read at the next refresh
+            if isinstance(data, dict):
+                self.data, self._mtime = data, mtime
+
+
+def crawl_state(latest: dict[str, Any] | None, stats: dict[str, Any] | None, now: float) -> str:
+    """'starting' (nothing reported yet), 'running', 'paused', 'finished', or 'not reporting' (no
+    report for STALE_AFTER seconds and no stats.json after them: killed, or hung), of a crawl or of
+    one of its partitions, from its latest progress line and its stats.json."""
+    if (
+        stats is not None
+        and stats.get("finished_at")
+        and (latest is None or stats["finished_at"] + 2.0 >= latest.get("time", 0.0))
+    ):
+        return "finished"
+    if latest is None:
+        return "starting"
+    if now - latest.get("time", 0.0) > STALE_AFTER:
+        return "not reporting"
+    return "paused" if latest.get("paused") else "running"
+
+
+@dataclass(slots=True)
+class PartitionFiles:
+    """What one partition of a `--processes` crawl writes in DIR/workers/<k>/."""
+
+    progress: ProgressTail
+    stats: StatsFile
+
+    def read(self) -> None:
+        self.progress.read()
+        self.stats.read()
+
+
+def cache_rates(line: dict[str, Any]) -> dict[str, Any]:
+    """The DNS and robots.txt caches' hits, misses and hit rates (None: nothing asked yet) of a
+    progress line (the engine's counters of this run)."""
+    caches: dict[str, Any] = {}
+    for name in ("dns", "robots"):
+        hits, misses = int(line.get(f"{name}_cache_hits") or 0), int(line.get(f"{name}_cache_misses") or 0)
+        caches[name] = {"hits": hits, "misses": misses, "hit_rate": hits / (hits + misses) if hits + misses else None}
+    return caches
+
+
+class NodeStatus(Protocol):
+    """Where a cluster crawl's nodes' statuses come from (for the implementer: a Redis reader in
+    serve/nodes.py, a fake in the tests). `read` returns `crawlspace.api.cluster_status`'s document
+    ({"nodes": [row, ...], "summary": {...}}) or {"error": reason}; it is called on the view's
+    thread at each overview, so it caches what it reads (a second or two)."""
+
+    def read(self) -> dict[str, Any]: ...
 
 
 @dataclass(slots=True)
@@ -247,14 +323,18 @@ class CrawlView:
         *,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        nodes: NodeStatus | None = None,
     ) -> None:
+        """`nodes`: the statuses of a cluster crawl's nodes (this directory is one node's)."""
         self.directory = directory
         self._clock = clock
         self._monotonic = monotonic
+        self.nodes = nodes
         self.progress = ProgressTail(directory / PROGRESS_FILE)
-        self.partitions: dict[int, ProgressTail] = {}
-        self._stats: dict[str, Any] | None = None
-        self._stats_mtime: int | None = None
+        self.partitions: dict[int, PartitionFiles] = {}
+        self._stats_file = StatsFile(directory / STATS_FILE)
+        self._host_files: HostFiles | None = None
+        self._host_files_read = -math.inf
         self._reader: CrawlReader | None = None
         self._reader_progress: float | None = None
         self._figures: TableFigures | None = None
@@ -282,38 +362,29 @@ class CrawlView:
         self.progress.read()
         for path in sorted(self.directory.glob(f"workers/*/{PROGRESS_FILE}")):
             if path.parent.name.isdigit():
-                self.partitions.setdefault(int(path.parent.name), ProgressTail(path, keep=2)).read()
-        try:
-            mtime = (self.directory / STATS_FILE).stat().st_mtime_ns
-        except OSError:
-            return
-        if mtime != self._stats_mtime:
-            try:
-                self._stats = json.loads((self.directory / STATS_FILE).read_text())
-                self._stats_mtime = mtime
-            except (OSError, ValueError):
-                pass  # being replaced: read at the next refresh
+                partition = self.partitions.get(int(path.parent.name))
+                if partition is None:
+                    partition = PartitionFiles(ProgressTail(path, keep=2), StatsFile(path.parent / STATS_FILE))
+                    self.partitions[int(path.parent.name)] = partition
+                partition.read()
+        self._stats_file.read()
 
     @property
     def stats(self) -> dict[str, Any] | None:
-        return self._stats
+        return self._stats_file.data
 
     def state(self) -> str:
-        """'starting' (nothing reported yet), 'running', 'paused', 'finished', or 'not reporting'
-        (no report for STALE_AFTER seconds and no stats.json after them: killed, or hung)."""
-        latest = self.progress.latest
-        stats = self._stats
-        if (
-            stats is not None
-            and stats.get("finished_at")
-            and (latest is None or stats["finished_at"] + 2.0 >= latest["time"])
-        ):
-            return "finished"
-        if latest is None:
-            return "starting"
-        if self._clock() - latest["time"] > STALE_AFTER:
-            return "not reporting"
-        return "paused" if latest.get("paused") else "running"
+        """The crawl's state (`crawl_state`)."""
+        return crawl_state(self.progress.latest, self.stats, self._clock())
+
+    def host_files(self) -> HostFiles:
+        """The frontier's host reports of the crawl (every partition's), read at most every
+        HOST_FILES_EVERY seconds."""
+        now = self._monotonic()
+        if self._host_files is None or now - self._host_files_read >= HOST_FILES_EVERY:
+            self._host_files = read_host_files(self.directory)
+            self._host_files_read = now
+        return self._host_files
 
     @property
     def live(self) -> bool:
@@ -321,8 +392,8 @@ class CrawlView:
 
     def counts(self) -> dict[str, Any]:
         """The crawl's counters: stats.json's once it finished, else the latest progress line's."""
-        if self._stats is not None and self.state() == "finished":
-            source, column = self._stats, 1
+        if self.stats is not None and self.state() == "finished":
+            source, column = self.stats, 1
         else:
             source, column = self.progress.latest or {}, 2
         return {names[0]: source.get(names[column]) or type(default)() for *names, default in _COUNTERS}
@@ -331,13 +402,14 @@ class CrawlView:
         """Everything the overview page shows, as plain data (the /api/overview document)."""
         latest = self.progress.latest or {}
         counts = self.counts()
-        stats = self._stats or {}
+        stats = self.stats or {}
         series = [
             [line.get("time"), line.get("pages"), line.get("pages_per_second_recent")] for line in self.progress.lines
         ]
         command = read_command(self.directory / CONTROL_FILE)
         figures = self._figures
-        dns, robots_section = stats.get("dns") or {}, stats.get("robots") or {}
+        now = self._clock()
+        host_summary = self.host_files().summary()
         return {
             "directory": str(self.directory),
             "state": self.state(),
@@ -363,13 +435,9 @@ class CrawlView:
             "caches": {
                 "robots_cached": latest.get("robots_cached", 0),
                 "dns_cached": latest.get("dns_cached", 0),
-                "dns": {key: value for key, value in dns.items() if "hit" in key or "miss" in key or "rate" in key},
-                "robots": {
-                    key: value
-                    for key, value in robots_section.items()
-                    if "hit" in key or "miss" in key or "rate" in key
-                },
+                **cache_rates(latest),
             },
+            "host_delays": host_summary,
             "status_classes": status_classes(counts["responses_by_status"]),
             "outcomes": [asdict(row) for row in outcome_rows(counts)],
             "table_scanned_at": None if figures is None else figures.scanned_at,
@@ -377,11 +445,38 @@ class CrawlView:
             "page_sizes": None if figures is None else _histogram(figures.size_counts, SIZE_BUCKETS),
             "series": series,
             "partitions": [
-                {"partition": index, **_partition_row(tail.latest)}
-                for index, tail in sorted(self.partitions.items())
-                if tail.latest is not None
+                {
+                    "partition": index,
+                    "state": crawl_state(files.progress.latest, files.stats.data, now),
+                    **_partition_row(files.progress.latest),
+                }
+                for index, files in sorted(self.partitions.items())
+                if files.progress.latest is not None
             ],
+            **self._nodes(),
         }
+
+    def _nodes(self) -> dict[str, Any]:
+        """A cluster crawl's nodes, one row each (as `crawlspace status --cluster` shows them)."""
+        if self.nodes is None:
+            return {"nodes": [], "nodes_error": None}
+        status = self.nodes.read()
+        rows = [
+            {
+                "node": row.get("node"),
+                "state": row.get("state"),
+                "pages": row.get("pages", 0),
+                "pages_per_second_recent": row.get("pages/s", 0),
+                "frontier": row.get("frontier", 0),
+                "in_flight": row.get("in flight", 0),
+                "errors": row.get("errors", 0),
+                "redis": row.get("redis", ""),
+                "updated_seconds_ago": row.get("updated_seconds_ago"),
+            }
+            for row in status.get("nodes") or []
+            if isinstance(row, dict)
+        ]
+        return {"nodes": rows, "nodes_error": status.get("error")}
 
     # -- the crawl table ---------------------------------------------------------------------
 
@@ -423,12 +518,22 @@ class CrawlView:
 
     def hosts(self) -> list[dict[str, Any]]:
         """Every host's figures, most pages first, with the Crawl-delay its robots.txt asks of the
-        crawl's agent (None: none asked, or no robots.txt kept)."""
+        crawl's agent (None: none asked, or no robots.txt kept) and, for the hosts the frontier's
+        report lists (those with most URLs queued), what the frontier holds of them now (`live`:
+        queued URLs, next contact, current delay and its cause); hosts listed there but not yet
+        fetched come last."""
         figures = self.figures()
-        if figures is None:
-            return []
-        ordered = sorted(figures.hosts.values(), key=lambda h: (-h.pages, h.host))
-        return [host.to_dict() | {"crawl_delay": figures.crawl_delays.get(host.host)} for host in ordered]
+        live = self.host_files().rows()
+        rows = []
+        if figures is not None:
+            ordered = sorted(figures.hosts.values(), key=lambda h: (-h.pages, h.host))
+            rows = [
+                host.to_dict() | {"crawl_delay": figures.crawl_delays.get(host.host), "live": live.pop(host.host, None)}
+                for host in ordered
+            ]
+        for name, row in sorted(live.items()):
+            rows.append(HostFigures(name).to_dict() | {"crawl_delay": row.get("crawl_delay"), "live": row})
+        return rows
 
     def host(self, host: str) -> dict[str, Any] | None:
         """One host: its figures, its newest fetches, and each of its origins' robots.txt as fetched
@@ -443,9 +548,10 @@ class CrawlView:
         fetches = [
             (url, fetch) for url, fetch in reader.fetches(KeyRange(prefix + "/", prefix + "0")) if host_of(url) == host
         ]
-        if not fetches:
+        live = self.host_files().rows().get(host)
+        if not fetches and live is None:
             return None
-        figures = summarize(fetches).hosts[host]
+        figures = summarize(fetches).hosts.get(host) or HostFigures(host)
         fetches.sort(key=lambda pair: -pair[1].fetched)
         robots = []
         for origin, kept in sorted(reader.robots_files().items()):
@@ -469,6 +575,7 @@ class CrawlView:
             )
         return {
             **figures.to_dict(),
+            "live": live,
             "recent": [_fetch_row(url, fetch) for url, fetch in fetches[:RECENT_FETCHES]],
             "robots": robots,
         }

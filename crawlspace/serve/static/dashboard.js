@@ -68,15 +68,24 @@ function showOverview(data) {
   setText("hosts", `${data.hosts.active} / ${data.hosts.parked} / ${data.hosts.known}`);
   setText("awaiting", data.hosts.awaiting_address);
   setText("caches", `${data.caches.robots_cached} / ${data.caches.dns_cached}`);
-  const hitRate = data.caches.dns.hit_rate;
-  setText("dns-hit-rate", typeof hitRate === "number" ? `${(100 * hitRate).toFixed(1)}%` : "–");
+  for (const cache of ["dns", "robots"]) {
+    const figures = data.caches[cache];
+    const rate = typeof figures.hit_rate === "number" ? `${(100 * figures.hit_rate).toFixed(1)}%` : "–";
+    setText(`${cache}-hit-rate`, `${rate} (${figures.hits} / ${figures.misses})`);
+  }
+  const causes = Object.entries(data.host_delays.by_cause).map(([cause, n]) => `${cause} ${n}`).join(", ");
+  setText("delay-causes", causes || "–");
   fillTable("outcomes", data.outcomes.map((o) => row([[o.outcome], [o.count, true], [o.share === null ? "" : `${(100 * o.share).toFixed(2)}%`, true]], `kind-${o.kind}`)));
   if (data.table_scanned_at) setText("scanned-at", new Date(data.table_scanned_at * 1000).toISOString().replace("T", " ").slice(0, 19) + " UTC");
   if (data.content_types) fillTable("content-types", Object.entries(data.content_types).map(([k, n]) => row([[k], [n, true]])));
   if (data.page_sizes) fillTable("page-sizes", data.page_sizes.map((b) => row([[b.le === null ? "larger" : size(b.le)], [b.count, true]])));
   const partitions = document.getElementById("partitions-section");
   if (partitions !== null) partitions.hidden = data.partitions.length === 0;
-  fillTable("partitions", data.partitions.map((p) => row([[p.partition], [p.pages, true], [p.pages_per_second_recent, true], [p.frontier, true], [p.in_flight, true], [p.active_hosts, true], [p.errors, true], [p.paused ? "yes" : ""]])));
+  fillTable("partitions", data.partitions.map((p) => row([[p.partition], [p.state], [p.pages, true], [p.pages_per_second_recent, true], [p.frontier, true], [p.in_flight, true], [p.active_hosts, true], [p.errors, true]])));
+  const nodes = document.getElementById("nodes-section");
+  if (nodes !== null) nodes.hidden = data.nodes.length === 0 && !data.nodes_error;
+  setText("nodes-error", data.nodes_error || "");
+  fillTable("nodes", data.nodes.map((n) => row([[n.node], [n.state], [n.pages, true], [n.pages_per_second_recent, true], [n.frontier, true], [n.in_flight, true], [n.errors, true], [n.redis], [n.updated_seconds_ago ?? "", true]])));
   drawChart(data.series);
   for (const button of document.querySelectorAll("button[data-command]")) {
     const command = button.dataset.command;
