@@ -198,7 +198,7 @@ def crawl(
             from crawlspace.serve.server import ServeError, attached
 
             try:
-                with attached(out, serve_port):
+                with attached(out, serve_port, cluster_url=cluster_url):
                     stats = crawler.run()
             except ServeError as exc:
                 fail(str(exc))

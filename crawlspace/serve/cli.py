@@ -27,11 +27,19 @@ def announce(address: Address) -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help="File holding the access token (default: none on loopback; elsewhere one is generated and printed).",
 )
-def serve(directory: Path, port: int, host: str, token_file: Path | None) -> None:
+@click.option(
+    "--cluster",
+    "cluster_url",
+    metavar="URL",
+    envvar="CRAWLSPACE_CLUSTER",
+    help="DIRECTORY is a node of this cluster crawl (its Redis): every node's row on the overview.",
+)
+def serve(directory: Path, port: int, host: str, token_file: Path | None, cluster_url: str | None) -> None:
     """Serve the dashboard, search page, JSON API and Prometheus /metrics of the crawl in DIRECTORY.
 
     It only reads DIRECTORY (the pause, resume and stop buttons write its control.json)."""
     # imported here: every crawlspace command registers this one, and a crawl should not start slower
+    from crawlspace.serve.nodes import ClusterNodes
     from crawlspace.serve.security import is_loopback
     from crawlspace.serve.server import ServeError, make_guard, read_token_file, serve_forever
 
@@ -39,7 +47,8 @@ def serve(directory: Path, port: int, host: str, token_file: Path | None) -> Non
         token = read_token_file(token_file) if token_file is not None else None
         if not is_loopback(host) and token is None:
             click.echo("crawlspace: listening beyond loopback: every request needs the token below", err=True)
-        serve_forever(directory, host, port, make_guard(host, token), announce)
+        nodes = None if cluster_url is None else ClusterNodes.of_directory(cluster_url, directory)
+        serve_forever(directory, host, port, make_guard(host, token), announce, nodes)
     except ServeError as exc:
         click.echo(f"crawlspace: error: {exc}", err=True)
         sys.exit(2)

@@ -19,8 +19,9 @@ from pathlib import Path
 from aiohttp import web
 
 from crawlspace.serve.app import make_app
+from crawlspace.serve.nodes import ClusterNodes
 from crawlspace.serve.security import Guard, is_loopback, new_token
-from crawlspace.serve.view import CrawlView
+from crawlspace.serve.view import CrawlView, NodeStatus
 
 
 class ServeError(Exception):
@@ -57,9 +58,13 @@ class Address:
         return base if self.token is None else f"{base}?token={self.token}"
 
 
-async def start(directory: Path, host: str, port: int, guard: Guard) -> tuple[web.AppRunner, Address]:
-    """The dashboard of `directory` listening on host:port (0: a free port), and its address."""
-    runner = web.AppRunner(make_app(CrawlView(directory), guard), access_log=None, handle_signals=False)
+async def start(
+    directory: Path, host: str, port: int, guard: Guard, nodes: NodeStatus | None = None
+) -> tuple[web.AppRunner, Address]:
+    """The dashboard of `directory` listening on host:port (0: a free port), and its address;
+    `nodes`: the statuses of the cluster crawl `directory` is a node of."""
+    view = CrawlView(directory, nodes=nodes)
+    runner = web.AppRunner(make_app(view, guard), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:
@@ -74,9 +79,16 @@ async def start(directory: Path, host: str, port: int, guard: Guard) -> tuple[we
     return runner, Address(host, bound, guard.token)
 
 
-def serve_forever(directory: Path, host: str, port: int, guard: Guard, announce: Callable[[Address], None]) -> None:
+def serve_forever(
+    directory: Path,
+    host: str,
+    port: int,
+    guard: Guard,
+    announce: Callable[[Address], None],
+    nodes: NodeStatus | None = None,
+) -> None:
     async def main() -> None:
-        runner, address = await start(directory, host, port, guard)
+        runner, address = await start(directory, host, port, guard, nodes)
         announce(address)
         try:
             await asyncio.Event().wait()
@@ -90,8 +102,8 @@ def serve_forever(directory: Path, host: str, port: int, guard: Guard, announce:
 class BackgroundDashboard:
     """The dashboard on a thread of its own; `start` returns once it listens, `stop` ends it."""
 
-    def __init__(self, directory: Path, host: str, port: int, guard: Guard) -> None:
-        self.directory, self.host, self.port, self.guard = directory, host, port, guard
+    def __init__(self, directory: Path, host: str, port: int, guard: Guard, nodes: NodeStatus | None = None) -> None:
+        self.directory, self.host, self.port, self.guard, self.nodes = directory, host, port, guard, nodes
         self.address: Address | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -112,7 +124,7 @@ class BackgroundDashboard:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
             try:
-                runner, self.address = await start(self.directory, self.host, self.port, self.guard)
+                runner, self.address = await start(self.directory, self.host, self.port, self.guard, self.nodes)
             except BaseException as exc:
                 self._error = exc
                 self._ready.set()
@@ -143,10 +155,14 @@ is then at most about a second behind the crawl."""
 
 
 @contextlib.contextmanager
-def attached(directory: Path, port: int, *, host: str = "127.0.0.1") -> Iterator[Address]:
+def attached(
+    directory: Path, port: int, *, host: str = "127.0.0.1", cluster_url: str | None = None
+) -> Iterator[Address]:
     """The dashboard of the crawl in `directory` on its own thread for the duration of the block
-    (`crawl --serve`, `demo --serve`); its URL is printed to stderr."""
-    dashboard = BackgroundDashboard(directory, host, port, make_guard(host, None))
+    (`crawl --serve`, `demo --serve`); its URL is printed to stderr. `cluster_url`: the crawl is a
+    node of that cluster (its nodes' rows on the overview)."""
+    nodes = None if cluster_url is None else ClusterNodes.of_directory(cluster_url, directory)
+    dashboard = BackgroundDashboard(directory, host, port, make_guard(host, None), nodes)
     address = dashboard.start()
     print(f"crawlspace: dashboard at {address.url}", file=sys.stderr, flush=True)
     try:

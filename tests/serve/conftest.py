@@ -9,6 +9,7 @@ import pytest
 
 from crawlspace.api import Crawler
 from crawlspace.config import CrawlConfig
+from tests.distributed.conftest import redis_server  # noqa: F401  (the cluster tests' fixture, for test_nodes)
 from tests.serve.hostile import hostile_site
 
 

@@ -93,3 +93,84 @@ def test_the_state_of_a_crawl_from_its_files(tmp_path: Path) -> None:
     view.refresh()
     assert view.state() == "finished" and view.counts()["pages"] == 7
     assert view.hosts() == [] and view.page("http://a.test/") is None  # no table: nothing, not an error
+
+
+def _progress(path: Path, *lines: dict[str, object]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_each_partition_has_its_row_and_its_own_state(tmp_path: Path) -> None:
+    view = CrawlView(tmp_path, clock=lambda: 1000.0)
+    _progress(tmp_path / "progress.jsonl", {"time": 999.0, "pages": 30})
+    _progress(tmp_path / "workers/0/progress.jsonl", {"time": 999.5, "pages": 20, "frontier": 7, "paused": 1})
+    _progress(tmp_path / "workers/1/progress.jsonl", {"time": 990.0, "pages": 10, "pages_per_second_recent": 2.5})
+    (tmp_path / "workers/1/stats.json").write_text(json.dumps({"finished_at": 990.5, "pages_fetched": 10}))
+    view.refresh()
+    rows = view.overview()["partitions"]
+    assert [(row["partition"], row["state"], row["pages"]) for row in rows] == [(0, "paused", 20), (1, "finished", 10)]
+    assert rows[0]["frontier"] == 7 and rows[1]["pages_per_second_recent"] == 2.5
+
+
+def test_the_caches_hit_rates_come_from_the_latest_report(tmp_path: Path) -> None:
+    view = CrawlView(tmp_path, clock=lambda: 1000.0)
+    line = {"time": 999.0, "dns_cache_hits": 30, "dns_cache_misses": 10, "robots_cache_hits": 0}
+    _progress(tmp_path / "progress.jsonl", line)
+    view.refresh()
+    caches = view.overview()["caches"]
+    assert caches["dns"] == {"hits": 30, "misses": 10, "hit_rate": 0.75}
+    assert caches["robots"] == {"hits": 0, "misses": 0, "hit_rate": None}  # nothing asked: no rate, not 0%
+
+
+def test_the_partitions_host_reports_are_merged_into_the_hosts(tmp_path: Path) -> None:
+    report = {"format": 1, "time": 1000.0, "hosts": 3, "listed": 1, "back_queued": 9, "front_queued": 4}
+    row = {"host": "a.test", "queued": 9, "next_contact_in": 2.5, "delay": 2.5, "delay_cause": "crawl-delay"}
+    (tmp_path / "workers/0").mkdir(parents=True)
+    (tmp_path / "workers/0/hosts.json").write_text(
+        json.dumps(report | {"rows": [row], "by_cause": {"crawl-delay": 1}, "partition": 0})
+    )
+    (tmp_path / "workers/1").mkdir(parents=True)
+    other = {"host": "b.test", "queued": 1, "delay_cause": "backoff", "next_contact_in": 30}
+    (tmp_path / "workers/1/hosts.json").write_text(
+        json.dumps(report | {"time": 990.0, "rows": [other], "by_cause": {"backoff": 1, "crawl-delay": 2}})
+    )
+    (tmp_path / "hosts.json").write_text('{"format": 1, "rows": [')  # torn: skipped, not fatal
+    view = CrawlView(tmp_path)
+    hosts = {host["host"]: host for host in view.hosts()}  # no crawl table yet: the live rows alone
+    assert hosts["a.test"]["pages"] == 0 and hosts["a.test"]["live"]["next_contact"] == 1002.5
+    assert hosts["a.test"]["live"]["partition"] == 0 and hosts["b.test"]["live"]["delay_cause"] == "backoff"
+    summary = view.host_files().summary()
+    assert summary["by_cause"] == {"crawl-delay": 3, "backoff": 1}
+    assert (summary["hosts"], summary["back_queued"], summary["front_queued"], summary["time"]) == (6, 18, 8, 990.0)
+
+
+class FakeNodes:
+    def __init__(self, status: dict[str, object]) -> None:
+        self.status = status
+        self.reads = 0
+
+    def read(self) -> dict[str, object]:
+        self.reads += 1
+        return self.status
+
+
+def test_a_cluster_nodes_rows_and_a_lost_redis(tmp_path: Path) -> None:
+    nodes = FakeNodes(
+        {
+            "nodes": [
+                {"node": 0, "state": "running", "pages": 12, "pages/s": 3.0, "redis": "ok"},
+                {"node": 1, "state": "not-seen"},
+            ]
+        }
+    )
+    view = CrawlView(tmp_path, nodes=nodes)
+    view.refresh()
+    overview = view.overview()
+    assert [(row["node"], row["state"], row["pages"]) for row in overview["nodes"]] == [
+        (0, "running", 12),
+        (1, "not-seen", 0),
+    ]
+    assert overview["nodes"][0]["pages_per_second_recent"] == 3.0 and overview["nodes_error"] is None
+    nodes.status = {"nodes": [], "error": "redis://:***@127.0.0.1:1/0: cannot reach Redis"}
+    assert view.overview()["nodes_error"].endswith("cannot reach Redis")
+    assert CrawlView(tmp_path).overview()["nodes"] == []  # not a cluster crawl
