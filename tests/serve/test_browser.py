@@ -109,6 +109,51 @@ def test_watch_a_live_crawl_open_a_host_and_a_page_search_pause_and_resume(
         assert crawl.process.wait(60) == 0
 
 
+@pytest.mark.slow
+def test_a_two_process_crawl_shows_its_partitions_caches_and_host_delays(
+    browser: Browser, served_small_web: RunningServer, tmp_path: Path
+) -> None:
+    shots = _shots(tmp_path)
+    options = ("--min-delay", "0.5", "--max-seconds", "120")
+    with live_crawl(served_small_web, tmp_path / "crawl", *options, processes=2) as crawl:
+        api = crawl.wait_for(lambda o: len(o["partitions"]) == 2 and o["pages"] > 10, what="two partitions")
+        assert [row["partition"] for row in api["partitions"]] == [0, 1]
+        assert {row["state"] for row in api["partitions"]} == {"running"}
+        assert sum(row["pages"] for row in api["partitions"]) >= api["pages"] - 2 * 5  # each reports on its own beat
+        page = browser.new_page(viewport={"width": 1280, "height": 1100})
+        page.goto(crawl.url)
+        rows = page.locator("#partitions tbody tr")
+        _until(page, lambda: rows.count() == 2, "a row per partition")
+        assert page.is_visible("#partitions-section")
+        _until(page, lambda: rows.nth(1).locator("td").nth(1).text_content() == "running", "partition 1 running")
+        _until(page, lambda: int(rows.nth(0).locator("td").nth(2).text_content() or 0) > 0, "partition 0's pages")
+        robots = page.text_content("#robots-hit-rate") or ""
+        assert robots.endswith(")") and "%" in robots, robots  # e.g. "81.2% (178 / 41)"
+        _until(page, lambda: (page.text_content("#delay-causes") or "–") != "–", "the hosts' delay causes")
+        page.screenshot(path=str(shots / "overview-2-processes.png"), full_page=True)
+
+        page.click("text=Hosts")
+        queued = page.locator("#hosts-table td.queued")
+        _until(
+            page,
+            lambda: _reloaded(page).locator("#hosts-table td.queued[data-value='-1']").count() < queued.count(),
+            "live rows",
+        )
+        page.click("#hosts-table th:nth-child(10)")  # queued, most first
+        values = [
+            int(v)
+            for v in page.locator("#hosts-table td.queued").evaluate_all("cells => cells.map(c => c.dataset.value)")
+        ]
+        assert values == sorted(values, reverse=True) and values[0] > 0
+        causes = set(page.locator("#hosts-table tbody tr:first-child td.cause").all_text_contents())
+        assert causes <= {"crawl-delay", "min-delay", "10x-rule", "backoff"} and causes
+        page.screenshot(path=str(shots / "hosts-2-processes.png"), full_page=True)
+        page.click("#hosts-table tbody tr:first-child td:first-child a")
+        assert page.text_content("#live-cause") in ("crawl-delay", "min-delay", "10x-rule", "backoff")
+        crawl.control("stop")
+        assert crawl.process.wait(60) == 0
+
+
 def test_payloads_in_titles_urls_anchors_and_robots_never_run(
     browser: Browser, hostile_crawl: Path, tmp_path: Path
 ) -> None:
