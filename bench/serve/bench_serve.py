@@ -1,14 +1,18 @@
 """The cost of the dashboard to the crawl it watches: pages/s with and without `--serve`, side by side.
 
-Each round crawls the same simulated web twice, in alternating order: once as `crawlspace crawl` does
-by default, once as `crawlspace crawl --serve` does (the dashboard on its own thread in the crawl's
-process, progress every 0.5 s) with a client polling it the way an open overview page does
-(/api/overview every 0.5 s) plus the hosts page every 5 s and a Prometheus scrape every 5 s. Pages/s
-is the crawl's own figure (stats.json); CPU is the crawl process tree's (user + system), the polling
-client's (a process of its own, as a browser is) left out. Target: the
-dashboard costs at most 5% of pages/s.
+Each round crawls the same simulated web three times, the order rotated from round to round: as
+`crawlspace crawl` does by default ("without"); as `crawlspace crawl --serve` does with nobody looking
+("--serve": the dashboard on its own thread in the crawl's process, progress every 0.5 s, DIR/hosts.json
+as often as its cost rule allows); and the same with a client polling it the way an open overview page
+does ("--serve + client": /api/overview every `--poll` seconds, 0.5 as the page's script does, plus the
+hosts page and a Prometheus scrape every 5 s). Pages/s is the crawl's own figure (stats.json); CPU is
+the crawl process tree's (user + system: the crawl and the dashboard's threads), the polling client's
+(a process of its own, as a browser is) left out. Each configuration is compared with "without" of
+the same round (the machine's load moves between rounds more than within one), and the per-round
+ratios' median and range are printed. Target: the dashboard costs at most 5% of pages/s.
 
-    .venv/bin/python bench/serve/bench_serve.py [--hosts 1000 --pages 10000 --rounds 3 --processes 1 --delay-factor 0]
+    .venv/bin/python bench/serve/bench_serve.py [--hosts 1000 --pages 10000 --rounds 5 --processes 1
+        --delay-factor 0 --poll 0.5]
 """
 
 from __future__ import annotations
@@ -39,11 +43,12 @@ def _cpu() -> float:
 
 POLLER = """
 import resource, sys, time, urllib.request
-url, answered, tick = sys.argv[1].rstrip("/"), 0, 0
+url, poll, answered, tick = sys.argv[1].rstrip("/"), float(sys.argv[2]), 0, 0
+every = max(1, round(5.0 / poll))
 try:
     while True:
-        time.sleep(0.5)
-        for path in ["/api/overview"] + (["/api/hosts", "/metrics"] if tick % 10 == 0 else []):
+        time.sleep(poll)
+        for path in ["/api/overview"] + (["/hosts", "/metrics"] if tick % every == 0 else []):
             try:
                 with urllib.request.urlopen(url + path, timeout=10) as response:
                     response.read()
@@ -58,11 +63,11 @@ except KeyboardInterrupt:
 
 
 @contextlib.contextmanager
-def polling(url: str) -> Iterator[dict[str, float]]:
-    """A client like an open overview page (every 0.5 s), a hosts page reloaded and a Prometheus scrape
+def polling(url: str, poll: float) -> Iterator[dict[str, float]]:
+    """A client like an open overview page (every `poll` s), a hosts page reloaded and a Prometheus scrape
     (every 5 s), in a process of its own as a browser is; gives the requests answered (checked after: a
     dashboard that answered nothing measured nothing) and the client's CPU, left out of the crawl's."""
-    client = subprocess.Popen([sys.executable, "-c", POLLER, url], stdout=subprocess.PIPE, text=True)
+    client = subprocess.Popen([sys.executable, "-c", POLLER, url, str(poll)], stdout=subprocess.PIPE, text=True)
     result: dict[str, float] = {}
     try:
         yield result
@@ -72,7 +77,10 @@ def polling(url: str) -> Iterator[dict[str, float]]:
         result.update(answered=int(answered), cpu=float(cpu))
 
 
-def crawl_once(web: RunningServer, out: Path, args: argparse.Namespace, *, serve: bool) -> dict[str, float]:
+CONFIGURATIONS = ("without", "--serve", "--serve + client")
+
+
+def crawl_once(web: RunningServer, out: Path, args: argparse.Namespace, configuration: str) -> dict[str, float]:
     shutil.rmtree(out, ignore_errors=True)
     config = CrawlConfig(
         allow_private_addresses=True,
@@ -82,19 +90,21 @@ def crawl_once(web: RunningServer, out: Path, args: argparse.Namespace, *, serve
         max_pages=args.pages,
         processes=args.processes,
     )
+    serve, polled = configuration != "without", configuration == "--serve + client"
     if serve:
         config = config.replace(progress_interval=ATTACHED_PROGRESS_INTERVAL)
     crawler = Crawler(config, out=out, seeds=web.seeds, progress=False)
     began = _cpu()
     client = {"answered": 0, "cpu": 0.0}
-    if serve:
-        with attached(out, 0) as address, polling(address.url) as client:
-            stats = crawler.run()
-    else:
+    with contextlib.ExitStack() as stack:
+        if serve:
+            address = stack.enter_context(attached(out, 0))
+            if polled:
+                client = stack.enter_context(polling(address.url, args.poll))
         stats = crawler.run()
     cpu = _cpu() - began - client["cpu"]
     answered = client["answered"]
-    assert answered > 0 or not serve, "the dashboard answered no request"
+    assert answered > 0 or not polled, "the dashboard answered no request"
     return {
         "pages": stats.pages_fetched,
         "pages_per_second": stats.pages_fetched / stats.elapsed,
@@ -110,6 +120,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--min-delay", type=float, default=0.0)
+    parser.add_argument("--poll", type=float, default=0.5, help="seconds between the client's overview requests")
     parser.add_argument(
         "--delay-factor",
         type=float,
@@ -120,37 +131,48 @@ def main() -> None:
     web = SimWeb.generate(
         SimWebConfig(hosts=args.hosts, seed=7, mean_pages_per_host=40, max_pages_per_host=400, include_trap=False)
     )
-    results: dict[str, list[dict[str, float]]] = {"without": [], "with --serve": []}
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in CONFIGURATIONS}
     with (
         tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp,
         serve_in_background(web, Path(tmp) / "web") as running,
     ):
         for number in range(args.rounds + 1):  # round 0 warms the server and the page cache up
-            order = [False, True] if number % 2 == 0 else [True, False]
-            for serve in order:
-                name = "with --serve" if serve else "without"
-                result = crawl_once(running, Path(tmp) / "crawl", args, serve=serve)
-                results[name].append(result)
+            shift = number % len(CONFIGURATIONS)
+            for configuration in CONFIGURATIONS[shift:] + CONFIGURATIONS[:shift]:
+                result = crawl_once(running, Path(tmp) / "crawl", args, configuration)
                 warm_up = " (warm-up, not counted)" if number == 0 else ""
                 print(
-                    f"round {number} {name:>13}: {result['pages']:.0f} pages, {result['pages_per_second']:.1f} "
-                    f"pages/s, {result['cpu_ms_per_page']:.2f} CPU ms/page, "
+                    f"round {number} {configuration:>16}: {result['pages']:.0f} pages, "
+                    f"{result['pages_per_second']:.1f} pages/s, {result['cpu_ms_per_page']:.2f} CPU ms/page, "
                     f"{result['requests_answered']:.0f} dashboard requests{warm_up}",
                     flush=True,
                 )
-                if number == 0:
-                    results[name].pop()
-    print(f"\n{'':>14} {'pages/s (median)':>18} {'CPU ms/page (median)':>22}")
-    medians, cpu_medians = {}, {}
+                if number:
+                    results[configuration].append(result)
+    report(results)
+
+
+def report(results: dict[str, list[dict[str, float]]]) -> None:
+    """Medians of each configuration, and its ratios to "without" round by round (median, range)."""
+    print(f"\n{'':>16} {'pages/s median':>15} {'(range)':>15} {'CPU ms/page median':>19} {'(range)':>13}")
     for name, rows in results.items():
-        rate = statistics.median(row["pages_per_second"] for row in rows)
-        cpu = statistics.median(row["cpu_ms_per_page"] for row in rows)
-        medians[name], cpu_medians[name] = rate, cpu
-        print(f"{name:>14} {rate:>18.1f} {cpu:>22.2f}")
-    cpu_ratio = cpu_medians["with --serve"] / cpu_medians["without"]
-    ratio = medians["with --serve"] / medians["without"]
-    verdict = "met" if ratio >= 0.95 else "NOT met"
-    print(f"\nwith / without: {ratio:.3f} of the pages/s (target >= 0.95: {verdict}); CPU per page x{cpu_ratio:.3f}")
+        rates = [row["pages_per_second"] for row in rows]
+        cpus = [row["cpu_ms_per_page"] for row in rows]
+        print(
+            f"{name:>16} {statistics.median(rates):>15.1f} {f'{min(rates):.0f}-{max(rates):.0f}':>15} "
+            f"{statistics.median(cpus):>19.3f} {f'{min(cpus):.2f}-{max(cpus):.2f}':>13}"
+        )
+    print("\nround by round, against 'without' of the same round:")
+    base = results["without"]
+    for name in CONFIGURATIONS[1:]:
+        rate = [row["pages_per_second"] / b["pages_per_second"] for row, b in zip(results[name], base, strict=True)]
+        cpu = [row["cpu_ms_per_page"] / b["cpu_ms_per_page"] for row, b in zip(results[name], base, strict=True)]
+        verdict = "met" if statistics.median(rate) >= 0.95 else "NOT met"
+        print(
+            f"{name:>16}: pages/s x{statistics.median(rate):.3f} (rounds {', '.join(f'{r:.3f}' for r in rate)}; "
+            f"target >= 0.95: {verdict}), CPU/page x{statistics.median(cpu):.3f} "
+            f"(rounds {', '.join(f'{c:.3f}' for c in cpu)})"
+        )
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """DIR/hosts.json: the frontier's view of its hosts (queued URLs, next contact, current delay and its
 cause) for whoever watches the crawl from outside its process: the dashboard, an operator's `jq`.
 
-Written by the engine at its progress cadence, but no sooner than `COST_FACTOR` times the last write
-took (the report walks the host table: a crawl of a million hosts would otherwise pay for it every
-half second), and once more at the end; replaced atomically (write, rename), never fsynced: it is a
-window on the crawl, not its state, and a crash that loses it loses nothing. Bounded: the `limit`
+Written by the engine at its progress cadence, but no sooner than `MIN_INTERVAL` seconds nor
+`COST_FACTOR` times the last write took after the last (the report walks the host table: a crawl of a
+million hosts would otherwise pay for it every half second), and once more at the end; replaced
+atomically (write, rename), never fsynced: it is a window on the crawl, not its state, and a crash
+that loses it loses nothing. Bounded: the `limit`
 hosts with most URLs queued, every other host only counted (frontier/report.py). A `--processes`
 crawl's partitions each write their own, DIR/workers/k/hosts.json; `read_host_files` reads them all.
 """
@@ -26,8 +27,10 @@ from crawlspace.frontier import Frontier
 HOSTS_FILE = "hosts.json"
 HOST_LIMIT = 200
 """Hosts listed in full: about 250 bytes each as JSON."""
-COST_FACTOR = 50.0
-"""A write is repeated no sooner than this many times its own duration: at most 2% of the crawl."""
+COST_FACTOR = 100.0
+"""A write is repeated no sooner than this many times its own duration: at most 1% of the crawl."""
+MIN_INTERVAL = 1.0
+"""Seconds between two writes at the least (the dashboard reads the file at most once a second)."""
 FORMAT = 1
 
 
@@ -71,7 +74,7 @@ class HostFile:
         took = self._monotonic() - began
         self.writes += 1
         self.seconds += took
-        self._next = self._monotonic() + COST_FACTOR * took
+        self._next = self._monotonic() + max(MIN_INTERVAL, COST_FACTOR * took)
 
 
 @dataclass(frozen=True, slots=True)

@@ -174,3 +174,19 @@ def test_a_cluster_nodes_rows_and_a_lost_redis(tmp_path: Path) -> None:
     nodes.status = {"nodes": [], "error": "redis://:***@127.0.0.1:1/0: cannot reach Redis"}
     assert view.overview()["nodes_error"].endswith("cannot reach Redis")
     assert CrawlView(tmp_path).overview()["nodes"] == []  # not a cluster crawl
+
+
+def test_the_host_file_is_written_no_sooner_than_its_cost_allows(tmp_path: Path) -> None:
+    from crawlspace.crawl.hostfile import HostFile, read_host_files
+    from crawlspace.frontier import Frontier, FrontierEntry
+
+    frontier = Frontier()
+    frontier.add_many(FrontierEntry(f"http://h{n}.test/", 0) for n in range(5))
+    frontier.acquire()
+    now = [0.0]
+    writer = HostFile(tmp_path / "hosts.json", frontier, limit=3, monotonic=lambda: now[0], clock=lambda: 50.0)
+    assert writer.maybe_write() and not writer.maybe_write()  # within the minimum interval
+    now[0] = 1.0
+    assert writer.maybe_write() and writer.writes == 2
+    (report,) = read_host_files(tmp_path).reports
+    assert (report["time"], report["hosts"], report["listed"], report["back_queued"]) == (50.0, 5, 3, 4)
