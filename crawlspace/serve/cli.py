@@ -34,7 +34,10 @@ def announce(address: Address) -> None:
     envvar="CRAWLSPACE_CLUSTER",
     help="DIRECTORY is a node of this cluster crawl (its Redis): every node's row on the overview.",
 )
-def serve(directory: Path, port: int, host: str, token_file: Path | None, cluster_url: str | None) -> None:
+@click.option("--stop-with-parent", is_flag=True, hidden=True, help="End when the process that started this one ends.")
+def serve(
+    directory: Path, port: int, host: str, token_file: Path | None, cluster_url: str | None, stop_with_parent: bool
+) -> None:
     """Serve the dashboard, search page, JSON API and Prometheus /metrics of the crawl in DIRECTORY.
 
     It only reads DIRECTORY (the pause, resume and stop buttons write its control.json)."""
@@ -48,7 +51,9 @@ def serve(directory: Path, port: int, host: str, token_file: Path | None, cluste
         if not is_loopback(host) and token is None:
             click.echo("crawlspace: listening beyond loopback: every request needs the token below", err=True)
         nodes = None if cluster_url is None else ClusterNodes.of_directory(cluster_url, directory)
-        serve_forever(directory, host, port, make_guard(host, token), announce, nodes)
+        serve_forever(
+            directory, host, port, make_guard(host, token), announce, nodes, stop_with_parent=stop_with_parent
+        )
     except ServeError as exc:
         click.echo(f"crawlspace: error: {exc}", err=True)
         sys.exit(2)

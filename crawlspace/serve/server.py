@@ -1,17 +1,27 @@
-"""Running the dashboard: in the foreground (`crawlspace serve`), or on a thread of its own beside a
-crawl in the same process (`crawl --serve`, `demo --serve`).
+"""Running the dashboard: in the foreground (`crawlspace serve`), as a process of its own beside a crawl
+(`crawl --serve`, `demo --serve`: `attached`), or on a thread of its own (`BackgroundDashboard`, for an
+application or a test that wants it in its process).
 
-Beside a crawl the dashboard gets its own thread and event loop, not a task on the crawl's loop:
-its page renders and table scans then never sit between two turns of the crawl's dispatcher, and
-it stays up when the crawl's loop ends (the demo keeps serving the finished crawl).
+Beside a crawl the dashboard is a child process running `crawlspace serve DIR`: it reads only the
+files the crawl writes anyway, so it needs nothing of the crawl's memory, and its page renders,
+JSON and table scans then take neither the crawl's GIL nor a turn of its event loop (on a thread of
+the crawl's process they did: bench/README.md, serve). It is started in a session of its own, so
+that the terminal's Ctrl-C stops the crawl gracefully while the dashboard still shows it, and it
+ends when told (`stop`, by its PID) or when the crawl's process is gone (`--stop-with-parent`, for a
+crawl killed with SIGKILL). It stays up when the crawl ends: the demo keeps serving the finished crawl.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
+import signal
+import subprocess
 import sys
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +29,6 @@ from pathlib import Path
 from aiohttp import web
 
 from crawlspace.serve.app import make_app
-from crawlspace.serve.nodes import ClusterNodes
 from crawlspace.serve.security import Guard, is_loopback, new_token
 from crawlspace.serve.view import CrawlView, NodeStatus
 
@@ -79,6 +88,9 @@ async def start(
     return runner, Address(host, bound, guard.token)
 
 
+PARENT_CHECK_INTERVAL = 1.0
+
+
 def serve_forever(
     directory: Path,
     host: str,
@@ -86,12 +98,19 @@ def serve_forever(
     guard: Guard,
     announce: Callable[[Address], None],
     nodes: NodeStatus | None = None,
+    *,
+    stop_with_parent: bool = False,
 ) -> None:
+    """Serve until Ctrl-C (SIGINT); with `stop_with_parent`, also until the process that started
+    this one is gone (reparented: the crawl it watched was killed)."""
+    parent = os.getppid()
+
     async def main() -> None:
         runner, address = await start(directory, host, port, guard, nodes)
         announce(address)
         try:
-            await asyncio.Event().wait()
+            while not stop_with_parent or os.getppid() == parent:
+                await asyncio.sleep(PARENT_CHECK_INTERVAL)
         finally:
             await runner.cleanup()
 
@@ -154,15 +173,79 @@ ATTACHED_PROGRESS_INTERVAL = 0.5
 is then at most about a second behind the crawl."""
 
 
+ANNOUNCED = re.compile(r"crawlspace: dashboard at (http://\S+)")
+START_TIMEOUT = 60.0
+
+
+class DashboardProcess:
+    """`crawlspace serve DIR` in a child process (module docstring); `start` returns its address once
+    it listens, `stop` ends it by its PID. Its stderr is passed on to this process's."""
+
+    def __init__(self, directory: Path, host: str, port: int, *, cluster_url: str | None = None) -> None:
+        self.directory, self.host, self.port, self.cluster_url = directory, host, port, cluster_url
+        self.process: subprocess.Popen[str] | None = None
+
+    def start(self) -> Address:
+        command = [
+            sys.executable, "-m", "crawlspace", "serve", str(self.directory), "--host", self.host,
+            "--port", str(self.port), "--stop-with-parent",
+        ]  # fmt: skip
+        env = dict(os.environ)
+        if self.cluster_url is not None:  # by the environment: a command line is visible to every user
+            env["CRAWLSPACE_CLUSTER"] = self.cluster_url
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.process = process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env=env, start_new_session=True,
+        )  # fmt: skip
+        assert process.stderr is not None
+        found: list[str] = []
+        said: list[str] = []
+        ready = threading.Event()
+
+        def relay() -> None:
+            assert process.stderr is not None
+            for line in process.stderr:
+                match = ANNOUNCED.search(line)
+                if match and not found:
+                    sys.stderr.write("".join(said))  # what it said before (a warning about the token)
+                    found.append(match[1])
+                    ready.set()
+                    continue  # announced by `attached`, with the crawl's own output
+                said.append(line)
+                if ready.is_set():
+                    sys.stderr.write(line)
+            ready.set()  # it ended without listening
+
+        threading.Thread(target=relay, name="crawlspace-dashboard-stderr", daemon=True).start()
+        if not ready.wait(START_TIMEOUT) or not found:
+            self.stop()
+            reason = "".join(said).strip().removeprefix("crawlspace: error: ") or "it did not start in time"
+            raise ServeError(reason)
+        url = urllib.parse.urlsplit(found[0])
+        token = urllib.parse.parse_qs(url.query).get("token", [None])[0]
+        return Address(self.host, url.port or self.port, token)
+
+    def stop(self) -> None:
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 @contextlib.contextmanager
 def attached(
     directory: Path, port: int, *, host: str = "127.0.0.1", cluster_url: str | None = None
 ) -> Iterator[Address]:
-    """The dashboard of the crawl in `directory` on its own thread for the duration of the block
+    """The dashboard of the crawl in `directory` in a process of its own for the duration of the block
     (`crawl --serve`, `demo --serve`); its URL is printed to stderr. `cluster_url`: the crawl is a
     node of that cluster (its nodes' rows on the overview)."""
-    nodes = None if cluster_url is None else ClusterNodes.of_directory(cluster_url, directory)
-    dashboard = BackgroundDashboard(directory, host, port, make_guard(host, None), nodes)
+    dashboard = DashboardProcess(directory, host, port, cluster_url=cluster_url)
     address = dashboard.start()
     print(f"crawlspace: dashboard at {address.url}", file=sys.stderr, flush=True)
     try:

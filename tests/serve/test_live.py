@@ -75,3 +75,26 @@ def test_crawlspace_serve_watches_a_crawl_running_in_another_process(
         finally:
             server.send_signal(signal.SIGINT)
             server.wait(30)
+
+
+@pytest.mark.slow
+def test_the_attached_dashboard_is_a_process_that_ends_with_a_crawl_killed_by_sigkill(
+    served_small_web: RunningServer, tmp_path: Path
+) -> None:
+    import urllib.error
+
+    with live_crawl(served_small_web, tmp_path / "crawl", "--min-delay", "0.3", "--max-seconds", "120") as crawl:
+        crawl.wait_for(lambda o: o["pages"] > 2, what="pages")
+        children = Path(f"/proc/{crawl.process.pid}/task/{crawl.process.pid}/children").read_text().split()
+        commands = [Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0") for child in children]
+        assert [c for c in commands if b"serve" in c], "the dashboard runs in a child process, not in the crawl's"
+        crawl.process.kill()
+        crawl.process.wait(10)
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                crawl.overview()
+            except (urllib.error.URLError, ConnectionError):
+                break  # gone with its parent
+            assert time.monotonic() < deadline, "the dashboard outlived the crawl killed with SIGKILL"
+            time.sleep(0.2)
