@@ -2,12 +2,13 @@
 
 Each round crawls the same simulated web three times, the order rotated from round to round: as
 `crawlspace crawl` does by default ("without"); as `crawlspace crawl --serve` does with nobody looking
-("--serve": the dashboard on its own thread in the crawl's process, progress every 0.5 s, DIR/hosts.json
+("--serve": the dashboard in a child process of the crawl, progress every 0.5 s, DIR/hosts.json
 as often as its cost rule allows); and the same with a client polling it the way an open overview page
 does ("--serve + client": /api/overview every `--poll` seconds, 0.5 as the page's script does, plus the
 hosts page and a Prometheus scrape every 5 s). Pages/s is the crawl's own figure (stats.json); CPU is
-the crawl process tree's (user + system: the crawl and the dashboard's threads), the polling client's
-(a process of its own, as a browser is) left out. Each configuration is compared with "without" of
+the crawl process tree's (user + system: the crawl's process and the dashboard's, which `--serve` starts
+as a child; with `--processes 1` the dashboard's share is printed apart), the polling client's (a
+process of its own, as a browser is) left out. Each configuration is compared with "without" of
 the same round (the machine's load moves between rounds more than within one), and the per-round
 ratios' median and range are printed. Target: the dashboard costs at most 5% of pages/s.
 
@@ -35,10 +36,11 @@ from crawlspace.serve.server import ATTACHED_PROGRESS_INTERVAL, attached
 from crawlspace.simweb import RunningServer, SimWeb, SimWebConfig, serve_in_background
 
 
-def _cpu() -> float:
+def _cpu() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process and of its children that ended."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
 POLLER = """
@@ -102,13 +104,17 @@ def crawl_once(web: RunningServer, out: Path, args: argparse.Namespace, configur
             if polled:
                 client = stack.enter_context(polling(address.url, args.poll))
         stats = crawler.run()
-    cpu = _cpu() - began - client["cpu"]
+    ended = _cpu()
+    own, children = ended[0] - began[0], ended[1] - began[1] - client["cpu"]
+    cpu = own + children
     answered = client["answered"]
     assert answered > 0 or not polled, "the dashboard answered no request"
     return {
         "pages": stats.pages_fetched,
         "pages_per_second": stats.pages_fetched / stats.elapsed,
         "cpu_ms_per_page": 1000 * cpu / max(stats.pages_fetched, 1),
+        # with one crawl process, its children are the dashboard's process alone (the client's left out)
+        "dashboard_cpu_ms_per_page": 1000 * children / max(stats.pages_fetched, 1) if args.processes == 1 else 0.0,
         "requests_answered": answered,
     }
 
@@ -143,7 +149,8 @@ def main() -> None:
                 warm_up = " (warm-up, not counted)" if number == 0 else ""
                 print(
                     f"round {number} {configuration:>16}: {result['pages']:.0f} pages, "
-                    f"{result['pages_per_second']:.1f} pages/s, {result['cpu_ms_per_page']:.2f} CPU ms/page, "
+                    f"{result['pages_per_second']:.1f} pages/s, {result['cpu_ms_per_page']:.3f} CPU ms/page "
+                    f"(dashboard {result['dashboard_cpu_ms_per_page']:.3f}), "
                     f"{result['requests_answered']:.0f} dashboard requests{warm_up}",
                     flush=True,
                 )

@@ -20,6 +20,10 @@ back queue up to another host until then, keeping its URLs on disk; a host that 
 given up and its URLs are dropped and counted. When a back queue runs dry its host leaves it; the
 host's row stays in the table while its delay or its errors still matter.
 
+`host_report(limit)` (report.py) says, as plain data, what each host waits for: its URLs queued, its
+next contact, and which term set its delay (Crawl-delay, min delay, k x the fetch's duration, or a
+backoff), for the hosts with most URLs queued; the engine writes it to DIR/hosts.json.
+
 `checkpoint()` syncs the blocks and atomically replaces the state file: queue windows, the host
 table with relative times, heap sequence numbers, the RNG. `Frontier.open(directory)` continues
 from it: the same URLs come out in the same order with the same gaps; leases that were out are
