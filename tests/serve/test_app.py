@@ -144,6 +144,12 @@ def test_metrics_agree_with_stats_json(hostile_crawl: Path) -> None:
     for status, count in stats["responses_by_status"].items():
         assert samples[("crawlspace_responses_total", (("status", status),))] == count
     assert samples[("crawlspace_crawl_state", (("state", "finished"),))] == 1
+    robots = stats["robots"]
+    assert samples[("crawlspace_robots_cache_hits_total", ())] == robots["hits"] > 0
+    assert samples[("crawlspace_robots_cache_misses_total", ())] == robots["misses"] > 0
+    dns = stats["dns"]  # a literal 127.0.0.1: no lookup, so neither hits nor misses
+    assert samples[("crawlspace_dns_cache_hits_total", ())] == dns["hits"] + dns["negative_hits"]
+    assert samples[("crawlspace_dns_cache_misses_total", ())] == dns["lookups"]
     stored = samples[("crawlspace_fetch_duration_seconds_count", ())]
     assert stored == samples[("crawlspace_fetch_duration_seconds_bucket", (("le", "+Inf"),))] >= stats["pages_fetched"]
 
