@@ -5,11 +5,12 @@ report, tailed from where the last read stopped), DIR/workers/<k>/progress.jsonl
 `--processes` crawl's partitions), DIR/stats.json (the final figures), DIR/config.json (the robots
 agent), DIR/hosts.json and DIR/workers/<k>/hosts.json (the frontier's hosts: queued URLs, delays and
 their causes, through crawl/hostfile.py's reader), a cluster's node statuses in its Redis when given
-one (`NodeStatus`), and the crawl table, WARC files and robots.txt log through `CrawlReader`. A running crawl's table is
-read as RocksDB's read-only mode sees it when opened, so the reader is opened again when the crawl
-has moved on; the table-wide figures (hosts, content types, sizes, fetch durations) come from one
-scan that is cached and repeated no sooner than `SCAN_COST_FACTOR` times the last scan took, so a
-dashboard left open on a large crawl costs the crawl a bounded share of the machine.
+one (`NodeStatus`), and the crawl table, WARC files and robots.txt log through `CrawlReader`. A
+running crawl's table is read as RocksDB's read-only mode sees it when opened, so the reader is
+opened again when the crawl has moved on; the table-wide figures (hosts, content types, sizes,
+fetch durations) come from one scan that is cached and repeated no sooner than `SCAN_COST_FACTOR`
+times the last scan took, so a dashboard left open on a large crawl costs the crawl a bounded share
+of the machine.
 
 Nothing here knows HTTP: `app.py` serves it, `metrics.py` exports it; every method returns plain
 data. Calls are not thread-safe: the server makes them on one thread of its own.
@@ -41,7 +42,7 @@ SERIES_POINTS = 1800
 """Progress lines kept for the pages/s chart (an hour at the default 2 s cadence)."""
 SCAN_COST_FACTOR = 50.0
 """A table scan is repeated no sooner than this many times its own duration after the last: at most
-2% of one core, and of the GIL of a crawl the dashboard is attached to."""
+2% of one core (a core the crawl may need: the dashboard's process runs beside it)."""
 MIN_SCAN_INTERVAL = 5.0
 RECENT_FETCHES = 100
 STALE_AFTER = 15.0
