@@ -201,9 +201,9 @@ def _hosts_with_report(view: CrawlView) -> tuple[list[dict[str, Any]], dict[str,
     return view.hosts(), view.host_files().summary()
 
 
-def _overview_with_figures(view: CrawlView) -> dict[str, Any]:
+def _overview_with_figures(view: CrawlView, series_since: float | None = None) -> dict[str, Any]:
     view.figures()  # content types and sizes: scanned again only when the last scan is old enough
-    return view.overview()
+    return view.overview(series_since)
 
 
 # -- the JSON API ----------------------------------------------------------------------------------
@@ -219,8 +219,13 @@ def _json(data: Any, status: int = 200) -> web.Response:
 
 
 async def api_overview(request: web.Request) -> web.Response:
+    """`?since=T`: the chart's points after time T only (the page's script has the earlier ones)."""
     dashboard = _dashboard(request)
-    return _json(await dashboard.read(_overview_with_figures, dashboard.view))
+    try:
+        since = float(request.query["since"]) if "since" in request.query else None
+    except ValueError:
+        return _json({"error": "since must be a time (seconds since the epoch)"}, 400)
+    return _json(await dashboard.read(_overview_with_figures, dashboard.view, since))
 
 
 async def api_hosts(request: web.Request) -> web.Response:

@@ -18,6 +18,7 @@ data. Calls are not thread-safe: the server makes them on one thread of its own.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -40,9 +41,9 @@ PROGRESS_FILE = "progress.jsonl"
 STATS_FILE = "stats.json"
 SERIES_POINTS = 1800
 """Progress lines kept for the pages/s chart (an hour at the default 2 s cadence)."""
-SCAN_COST_FACTOR = 50.0
+SCAN_COST_FACTOR = 100.0
 """A table scan is repeated no sooner than this many times its own duration after the last: at most
-2% of one core (a core the crawl may need: the dashboard's process runs beside it)."""
+1% of one core (a core the crawl may need: the dashboard's process runs beside it)."""
 MIN_SCAN_INTERVAL = 5.0
 RECENT_FETCHES = 100
 STALE_AFTER = 15.0
@@ -203,10 +204,14 @@ class HostFigures:
         self.last_fetched = max(self.last_fetched, fetch.fetched)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["errors"] = self.client_errors + self.server_errors + self.failures
-        data["mean_seconds"] = round(self.seconds / self.pages, 4) if self.pages else 0.0
-        return data
+        """(By hand: `asdict` took four fifths of the hosts list's time on a crawl of 1,000 hosts.)"""
+        return {
+            "host": self.host, "pages": self.pages, "ok": self.ok, "redirects": self.redirects,
+            "client_errors": self.client_errors, "server_errors": self.server_errors, "failures": self.failures,
+            "bytes": self.bytes, "seconds": self.seconds, "last_fetched": self.last_fetched,
+            "errors": self.client_errors + self.server_errors + self.failures,
+            "mean_seconds": round(self.seconds / self.pages, 4) if self.pages else 0.0,
+        }  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -399,14 +404,18 @@ class CrawlView:
             source, column = self.progress.latest or {}, 2
         return {names[0]: source.get(names[column]) or type(default)() for *names, default in _COUNTERS}
 
-    def overview(self) -> dict[str, Any]:
-        """Everything the overview page shows, as plain data (the /api/overview document)."""
+    def overview(self, series_since: float | None = None) -> dict[str, Any]:
+        """Everything the overview page shows, as plain data (the /api/overview document).
+        `series_since`: only the chart's points after that time (a page polling twice a second
+        has the others: the whole series of an hour's crawl was most of each answer's cost)."""
         latest = self.progress.latest or {}
         counts = self.counts()
         stats = self.stats or {}
-        series = [
-            [line.get("time"), line.get("pages"), line.get("pages_per_second_recent")] for line in self.progress.lines
-        ]
+        lines: Iterable[dict[str, Any]] = self.progress.lines
+        if series_since is not None:
+            newer = itertools.takewhile(lambda line: line.get("time", 0) > series_since, reversed(self.progress.lines))
+            lines = reversed(list(newer))
+        series = [[line.get("time"), line.get("pages"), line.get("pages_per_second_recent")] for line in lines]
         command = read_command(self.directory / CONTROL_FILE)
         figures = self._figures
         now = self._clock()

@@ -60,6 +60,20 @@ def test_the_overview_api_gives_the_crawl_s_figures(hostile_crawl: Path) -> None
     assert len(overview["series"]) >= 1 and overview["series"][-1][1] == stats["pages_fetched"]
 
 
+def test_the_overview_sends_only_the_chart_s_new_points_when_asked(hostile_crawl: Path) -> None:
+    async def body(client: TestClient[Any, Any]) -> tuple[list[Any], list[Any], list[Any], int]:
+        whole = (await (await client.get("/api/overview")).json())["series"]
+        middle = whole[len(whole) // 2][0]
+        later = (await (await client.get(f"/api/overview?since={middle}")).json())["series"]
+        none = (await (await client.get(f"/api/overview?since={whole[-1][0]}")).json())["series"]
+        bad = (await client.get("/api/overview?since=yesterday")).status
+        return whole, later, none, bad
+
+    whole, later, none, bad = with_client(hostile_crawl, body)
+    assert len(whole) >= 2 and later == [point for point in whole if point[0] > whole[len(whole) // 2][0]]
+    assert none == [] and bad == 400
+
+
 def _assert_escaped(html: str) -> None:
     for payload in (TITLE_PAYLOAD, ANCHOR_PAYLOAD, ATTRIBUTE_PAYLOAD, "<svg onload"):
         assert payload not in html, f"unescaped {payload!r}"

@@ -94,10 +94,21 @@ function showOverview(data) {
   }
 }
 
+const SERIES_POINTS = 1800;  // as many as the server keeps (serve/view.py)
+let series = [];
+
 async function poll() {
   try {
-    const response = await fetch("/api/overview", { credentials: "same-origin" });
-    if (response.ok) showOverview(await response.json());
+    // after the first answer only the chart's new points: the server need not send the hour again
+    const since = series.length ? `?since=${series[series.length - 1][0]}` : "";
+    const response = await fetch(`/api/overview${since}`, { credentials: "same-origin" });
+    if (response.ok) {
+      const data = await response.json();
+      const fresh = data.series.filter((p) => !series.length || p[0] > series[series.length - 1][0]);
+      series = series.concat(fresh).slice(-SERIES_POINTS);
+      data.series = series;
+      showOverview(data);
+    }
   } catch (error) {
     setText("state", "dashboard unreachable");
   }
