@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import html
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
 from aiohttp import web
@@ -48,13 +48,20 @@ async def _handle(request: web.Request) -> web.Response:
 @contextmanager
 def hostile_site() -> Iterator[str]:
     """Serve the hostile pages on 127.0.0.1 from a thread of its own; yields the base URL."""
+    with loopback_site(_handle) as port:
+        yield f"http://127.0.0.1:{port}/"
+
+
+@contextmanager
+def loopback_site(handle: Callable[[web.Request], Awaitable[web.Response]]) -> Iterator[int]:
+    """`handle` answering every GET on a free port of 127.0.0.1, from a thread of its own; yields the port."""
     ready = threading.Event()
     state: dict[str, object] = {}
 
     def run() -> None:
         async def main() -> None:
             app = web.Application()
-            app.router.add_route("GET", "/{tail:.*}", _handle)
+            app.router.add_route("GET", "/{tail:.*}", handle)
             runner = web.AppRunner(app, access_log=None, handle_signals=False)
             await runner.setup()
             site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -72,7 +79,9 @@ def hostile_site() -> Iterator[str]:
     thread.start()
     ready.wait(10)
     try:
-        yield f"http://127.0.0.1:{state['port']}/"
+        port = state["port"]
+        assert isinstance(port, int)
+        yield port
     finally:
         loop = state["loop"]
         assert isinstance(loop, asyncio.AbstractEventLoop)

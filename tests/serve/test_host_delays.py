@@ -4,14 +4,10 @@ holds each host back, and the delays the frontier applies, while the crawl runs.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import json
-import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +19,7 @@ from crawlspace.config import CrawlConfig
 from crawlspace.crawl.control import send_command
 from crawlspace.serve.security import Guard
 from crawlspace.serve.server import BackgroundDashboard
+from tests.serve.hostile import loopback_site
 
 CRAWL_DELAY = 2.5
 RETRY_AFTER = 40
@@ -40,37 +37,6 @@ async def _handle(request: web.Request) -> web.Response:
     return web.Response(status=429, text="slow down", headers={"Retry-After": str(RETRY_AFTER)})
 
 
-@contextmanager
-def two_hosts() -> Iterator[int]:
-    """Both names on one loopback server; yields its port."""
-    ready = threading.Event()
-    state: dict[str, Any] = {}
-
-    def run() -> None:
-        async def main() -> None:
-            app = web.Application()
-            app.router.add_route("GET", "/{tail:.*}", _handle)
-            runner = web.AppRunner(app, access_log=None, handle_signals=False)
-            await runner.setup()
-            await web.TCPSite(runner, "127.0.0.1", 0).start()
-            state["port"] = runner.addresses[0][1]
-            state["stop"], state["loop"] = asyncio.Event(), asyncio.get_running_loop()
-            ready.set()
-            await state["stop"].wait()
-            await runner.cleanup()
-
-        asyncio.run(main())
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    try:
-        yield state["port"]
-    finally:
-        state["loop"].call_soon_threadsafe(state["stop"].set)
-        thread.join(10)
-
-
 def _get(base: str, path: str) -> Any:
     with urllib.request.urlopen(base.rstrip("/") + path, timeout=10) as response:
         return json.loads(response.read())
@@ -81,7 +47,7 @@ def test_the_hosts_api_tells_a_crawl_delay_from_a_backoff(tmp_path: Path) -> Non
     out = tmp_path / "crawl"
     hosts_file = tmp_path / "hosts"
     hosts_file.write_text("127.0.0.1 slow.test\n127.0.0.1 busy.test\n")
-    with two_hosts() as port, concurrent.futures.ThreadPoolExecutor(1) as thread:
+    with loopback_site(_handle) as port, concurrent.futures.ThreadPoolExecutor(1) as thread:
         seeds = [f"http://slow.test:{port}/", *(f"http://busy.test:{port}/b{n}" for n in range(5))]
         config = CrawlConfig(
             allow_private_addresses=True, hosts_file=str(hosts_file), min_delay=0.2, processes=1,
