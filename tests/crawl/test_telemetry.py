@@ -40,7 +40,8 @@ LINE_KEYS = [
     "robots_excluded", "duplicate_content", "errors", "errors_by_kind", "responses_by_status", "outcomes",
     "duplicate_urls", "filtered", "frontier", "in_flight",
     "active_hosts", "parked_hosts", "known_hosts", "awaiting_address", "front_queues", "urls_seen",
-    "urls_buffered", "robots_cached", "dns_cached", "workers",
+    "urls_buffered", "robots_cached", "dns_cached", "dns_cache_hits", "dns_cache_misses", "robots_cache_hits",
+    "robots_cache_misses", "workers",
 ]  # fmt: skip
 
 
