@@ -5,12 +5,12 @@ URL batches (`urls`, or `fwd` for hosts handed over for per-IP politeness), ackn
 questions, answers and settlements (distributed.claims), near-duplicate questions and answers
 (distributed.nearclaims), outdated notices and their acknowledgements (distributed.outdated). A sender
 XADDs to the owner's stream; the owner reads its stream through a consumer group (XREADGROUP), hands a
-batch to `Inbox.receive_urls`, and only when that returns True (journaled) XACKs and XDELs the entry (so a stream holds only what its node has
-not journaled yet and never grows with the crawl) and sends the acknowledgement. The sender keeps the
-batch (journaled already, by the router) until then: after a lost connection it sends every
-unacknowledged batch again, and a batch still unacknowledged after `resend_after` seconds (Redis lost
-it: `appendfsync everysec` may drop the last second of writes) is sent again, with a doubling delay.
-Repeats are harmless: the owner's URL set drops them.
+batch to `Inbox.receive_urls`, and only when that returns True (journaled) XACKs and XDELs the entry (so
+a stream holds only what its node has not journaled yet and never grows with the crawl) and sends the
+acknowledgement. The sender keeps the batch (journaled already, by the router) until then: after a lost
+connection it sends every unacknowledged batch again, and a batch still unacknowledged after
+`resend_after` seconds (Redis lost it: `appendfsync everysec` may drop the last second of writes) is
+sent again, with a doubling delay. Repeats are harmless: the owner's URL set drops them.
 
 What the transport costs is per Redis round trip and command, not per byte (bench/README.md), so few are
 made: the writer lingers LINGER (5 ms) after a message is queued, and what was queued meanwhile goes in
