@@ -14,8 +14,8 @@ import pytest
 
 from crawlspace.refresh.policies import freshness
 from crawlspace.simweb import SimWeb, SimWebConfig
-from crawlspace.simweb.config import SimWebConfigError
 from crawlspace.simweb.changes import DAY, Kind
+from crawlspace.simweb.config import SimWebConfigError
 from crawlspace.simweb.freshness import crawl_freshness
 from crawlspace.simweb.server import LogEntry, SimServer, read_log
 from tests.simweb.test_simweb_server import PORT, path_of, request, run
