@@ -502,11 +502,12 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         ),
     ] = "optimal"
     refresh_weights: Annotated[
-        Literal["in-links", "none"],
+        Literal["in-links", "pagerank", "none"],
         _doc(
             "Page quality for the refresh policy: in-links (log2(2 + pages linking it), counted as the crawl "
-            "finds them, so that spam changing on every fetch that nobody links gets few refetches) or none "
-            "(plain freshness)."
+            "finds them, so that spam changing on every fetch that nobody links gets few refetches), pagerank "
+            "(1 + log2(1 + the page's partial PageRank relative to the uniform share), over the links the "
+            "crawl has found, recomputed every pagerank_interval pages) or none (plain freshness)."
         ),
     ] = "in-links"
     max_rate: Annotated[

@@ -16,10 +16,12 @@ import asyncio
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from crawlspace.config import CrawlConfig
 from crawlspace.fetch import FetchResult, Validators
 from crawlspace.frontier import Frontier, FrontierEntry
+from crawlspace.policies.pagerank import PartialPageRank
 from crawlspace.refresh.policies import POLICIES
 from crawlspace.refresh.refresher import Refresher
 from crawlspace.refresh.schedule import RefreshSchedule
@@ -58,6 +60,11 @@ class Refreshing:
             min_interval=config.refresh_min_interval,
             max_interval=config.refresh_max_interval,
             quality=config.refresh_weights,
+            pagerank=PartialPageRank(
+                interval=config.pagerank_interval, growth=config.pagerank_growth, damping=config.pagerank_damping
+            )
+            if config.refresh_weights == "pagerank"
+            else None,
         )
         return cls(refresher, frontier, wake=wake)
 
@@ -100,8 +107,15 @@ class Refreshing:
         page journaled as fetched is scheduled again after a kill -9."""
         self.refresher.commit(sync=False)
 
-    def stats(self) -> dict[str, int]:
-        return {**self.refresher.stats.to_dict(), "scheduled_urls": len(self.refresher.schedule)}
+    def stats(self) -> dict[str, Any]:
+        section: dict[str, Any] = {**self.refresher.stats.to_dict(), "scheduled_urls": len(self.refresher.schedule)}
+        pagerank = self.refresher.pagerank
+        if pagerank is not None:
+            ranks = pagerank.stats()
+            section["pagerank"] = {
+                key: ranks[key] for key in ("known_urls", "edges", "computations", "last_computation")
+            }
+        return section
 
     def close(self) -> None:
         self.refresher.close()  # commits what is buffered

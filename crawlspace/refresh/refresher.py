@@ -30,7 +30,13 @@ page is first fetched, each distinct target of its links (not itself) gains one,
 store (schedule.py), in the same write as the page's scheduling. Links a page gains in later versions
 are not counted (that would need each page's earlier link set). In a crawl of several partitions
 each partition counts the links its own pages make: a page linked from other partitions weighs less
-than it would in one process. `quality="none"`: every weight is 1 (plain freshness).
+than it would in one process. `quality="pagerank"`: a page weighs 1 + log2(1 + its relative
+partial PageRank) (policies.PartialPageRank.relative_rank: 1 is the uniform share, so a page nobody
+links weighs about 1.2 and the average page 2), over the graph of the links each page's first fetch
+in this process found (`observe_once`: a refetch adds no edges twice), computed every
+`pagerank_interval` pages off the fetch path as the crawl-ordering policy of that name does; the
+graph is rebuilt as pages are refetched after a resume, so weights start near even again. The same
+partition caveat as for in-links applies. `quality="none"`: every weight is 1 (plain freshness).
 
 Invariants: a page fetched is in the schedule once (its next due time); a URL handed out stays in
 the schedule under a lease until its refetch reschedules it, so a crash between the two loses
@@ -52,6 +58,8 @@ import msgspec
 import numpy as np
 
 from crawlspace.fetch import Validators
+from crawlspace.policies.base import Outlink
+from crawlspace.policies.pagerank import PartialPageRank
 from crawlspace.refresh.estimate import Blend, ChangeHistory, estimate_rate, observe
 from crawlspace.refresh.policies import PageRule, RefreshPolicy
 from crawlspace.refresh.schedule import Schedule
@@ -120,7 +128,8 @@ class Refresher:
     max_interval: float = 30 * 86400.0
     clock: Callable[[], float] = time.time
     refit_every: float = REFIT_EVERY
-    quality: Literal["in-links", "none"] = "in-links"
+    quality: Literal["in-links", "pagerank", "none"] = "in-links"
+    pagerank: PartialPageRank | None = None  # quality="pagerank": the graph and its ranks (made if not given)
     stats: RefreshStats = field(default_factory=RefreshStats)
 
     def __post_init__(self) -> None:
@@ -139,6 +148,8 @@ class Refresher:
         # handed out and not fetched yet, with the time (not handed out again early until their lease
         # ends); in hand-out order, so the ones whose lease ran out are at the front
         self._out: dict[str, float] = {}
+        if self.quality == "pagerank" and self.pagerank is None:
+            self.pagerank = PartialPageRank()
 
     def __repr__(self) -> str:
         return f"Refresher({self.policy.name}, {self.rate:g}/s, {len(self.schedule)} scheduled)"
@@ -212,6 +223,8 @@ class Refresher:
         new_page = self.schedule.entry(url) is None
         if new_page and self.quality == "in-links":
             self.schedule.add_inlinks(set(links) - {url})
+        elif self.pagerank is not None:
+            self.pagerank.observe_once(url, [Outlink(link) for link in links])
         rate = self._rate(record, host_of(url))
         weight = self.weight(url)
         self._offer(url, rate, weight, new_page=new_page)
@@ -248,6 +261,8 @@ class Refresher:
         """The page's quality weight (see the module docstring)."""
         if self.quality == "none":
             return 1.0
+        if self.pagerank is not None:
+            return 1.0 + math.log2(1.0 + self.pagerank.relative_rank(url))
         return math.log2(2.0 + self.schedule.inlinks(url))
 
     def _global_rate(self) -> float:
@@ -329,6 +344,8 @@ class Refresher:
         self.schedule.commit(sync=sync)
 
     def close(self) -> None:
+        if self.pagerank is not None:
+            self.pagerank.close()
         self.schedule.close()
 
 
