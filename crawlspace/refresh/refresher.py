@@ -60,6 +60,7 @@ import numpy as np
 from crawlspace.fetch import Validators
 from crawlspace.policies.base import Outlink
 from crawlspace.policies.pagerank import PartialPageRank
+from crawlspace.refresh.experience import UserExperienceWeights
 from crawlspace.refresh.estimate import Blend, ChangeHistory, estimate_rate, observe
 from crawlspace.refresh.policies import PageRule, RefreshPolicy
 from crawlspace.refresh.schedule import Schedule
@@ -130,6 +131,7 @@ class Refresher:
     refit_every: float = REFIT_EVERY
     quality: Literal["in-links", "pagerank", "none"] = "in-links"
     pagerank: PartialPageRank | None = None  # quality="pagerank": the graph and its ranks (made if not given)
+    experience: UserExperienceWeights | None = None  # the user-experience policy: these weights, not quality
     stats: RefreshStats = field(default_factory=RefreshStats)
 
     def __post_init__(self) -> None:
@@ -258,7 +260,10 @@ class Refresher:
         return BLEND.rate(own, len(history), prior)
 
     def weight(self, url: str) -> float:
-        """The page's quality weight (see the module docstring)."""
+        """The page's quality weight (see the module docstring), or how much its staleness hurts
+        searchers under the user-experience policy (refresh.experience)."""
+        if self.experience is not None:
+            return self.experience.weight(url)
         if self.quality == "none":
             return 1.0
         if self.pagerank is not None:
@@ -299,6 +304,13 @@ class Refresher:
             self._fitted_at = now
             self.stats.fits += 1
         return self._rule.frequency(rate, weight)
+
+    def reweigh(self) -> None:
+        """The weights changed (the user-experience policy's were recomputed): the sample the policy is
+        fitted to takes them now, and the next reschedule fits again. A page's due time changes at its
+        next fetch, at most `max_interval` away."""
+        self._sample = {url: (rate, self.weight(url)) for url, (rate, _) in self._sample.items()}
+        self._rule = None
 
     # -- the feed ------------------------------------------------------------------------------
 
