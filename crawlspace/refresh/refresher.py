@@ -60,8 +60,8 @@ import numpy as np
 from crawlspace.fetch import Validators
 from crawlspace.policies.base import Outlink
 from crawlspace.policies.pagerank import PartialPageRank
-from crawlspace.refresh.experience import UserExperienceWeights
 from crawlspace.refresh.estimate import Blend, ChangeHistory, estimate_rate, observe
+from crawlspace.refresh.experience import UserExperienceWeights
 from crawlspace.refresh.policies import PageRule, RefreshPolicy
 from crawlspace.refresh.schedule import Schedule
 from crawlspace.urls import host_of
@@ -150,6 +150,7 @@ class Refresher:
         # handed out and not fetched yet, with the time (not handed out again early until their lease
         # ends); in hand-out order, so the ones whose lease ran out are at the front
         self._out: dict[str, float] = {}
+        self._run_started = self.clock()
         if self.quality == "pagerank" and self.pagerank is None:
             self.pagerank = PartialPageRank()
 
@@ -207,6 +208,9 @@ class Refresher:
         (normalized) targets of the page's links, counted as in-links at its first fetch."""
         now = self.clock() if at is None else at
         record = self.record(url)
+        # a page enters the sample at its first fetch in this run: after a resume the sample is empty, and
+        # a crawl with nothing new to find would otherwise fit its policy to no page at all
+        entering = record is None or record.fetched < self._run_started
         not_modified = status == 304
         if record is not None:
             if not_modified:
@@ -229,7 +233,7 @@ class Refresher:
             self.pagerank.observe_once(url, [Outlink(link) for link in links])
         rate = self._rate(record, host_of(url))
         weight = self.weight(url)
-        self._offer(url, rate, weight, new_page=new_page)
+        self._offer(url, rate, weight, new_page=entering)
         frequency = self._frequency(rate, weight, now, new_page=new_page)
         if len(record.history) < EXPLORE:  # too little seen to judge: the even share, to learn its rate
             frequency = self.rate / (len(self.schedule) + new_page)

@@ -28,10 +28,10 @@ WARMUP = 6.0  # seconds of the second run before counting: weights computed, pag
 def _crawl(out: Path, hosts_file: Path, seeds: list[str], *, resume: bool = False, **options: object) -> None:
     config = CrawlConfig(
         min_delay=MIN_DELAY, allow_private_addresses=True, hosts_file=str(hosts_file), processes=1,
-        refresh=True, refresh_min_interval=0.5, refresh_max_interval=10.0, checkpoint_interval=2.0,
-        delay_factor=1.0, concurrency=16, **options,  # type: ignore[arg-type]
+        refresh=True, refresh_min_interval=0.5, checkpoint_interval=2.0, delay_factor=1.0, concurrency=16,
+        **options,  # type: ignore[arg-type]
     )  # fmt: skip
-    Crawler(config, out=out, seeds=None if resume else seeds, resume=resume, progress=False).run()
+    Crawler(config, out=out, seeds=() if resume else seeds, resume=resume, progress=False).run()
 
 
 def _fast_pages(web: SimWeb, urls: set[str]) -> dict[str, float]:
@@ -50,11 +50,11 @@ def _fast_pages(web: SimWeb, urls: set[str]) -> dict[str, float]:
 
 @pytest.mark.slow
 def test_pages_shown_for_logged_queries_are_refreshed_more_than_pages_that_change_alike(tmp_path: Path) -> None:
-    web = changing_web(hosts=24, seed=4, time_scale=SCALE)
+    web = changing_web(hosts=36, seed=4, time_scale=SCALE)
     out = tmp_path / "crawl"
     with serve_in_background(web, tmp_path / "simweb", seeds=4) as running:
-        _crawl(out, running.hosts_file, running.seeds, max_seconds=14.0, max_rate=60.0, refresh_share=0.3,
-               refresh_weights="none")  # fmt: skip
+        _crawl(out, running.hosts_file, running.seeds, max_seconds=18.0, max_rate=80.0, refresh_share=0.6,
+               refresh_weights="none", refresh_max_interval=10.0)  # fmt: skip
         jobs.run(out, only=["index"])  # the crawl's search index, as `crawlspace index DIR` makes it
         with CrawlReader(out) as reader:
             titles = {page.url: page.title for page in reader.pages() if page.title and page.fetch.status == 200}
@@ -66,14 +66,19 @@ def test_pages_shown_for_logged_queries_are_refreshed_more_than_pages_that_chang
         with Index(out / "jobs" / "index") as index:
             shown = {hit.url for url in targets for hit in index.search(f'"{titles[url]}"', 10).hits}
         assert set(targets) <= shown
-        # each target paired with the page of the nearest rate that no logged query shows
-        others = [url for url in ordered if url not in shown]
-        pairs = [(url, min(others, key=lambda other: abs(fast[other] - fast[url]))) for url in targets]
-        assert len(pairs) >= 5, (len(fast), len(others))
+        # each target paired with a page of the nearest rate that no logged query shows
+        unshown = [url for url in ordered if url not in shown]
+        pairs: list[tuple[str, str]] = []
+        for url in targets:  # greedy matching by rate, each page used once
+            if unshown:
+                other = min(unshown, key=lambda candidate: abs(fast[candidate] - fast[url]))
+                unshown.remove(other)
+                pairs.append((url, other))
+        assert len(pairs) >= 5, (len(fast), pairs)
 
         second_run = time.time()
-        _crawl(out, running.hosts_file, running.seeds, resume=True, max_seconds=26.0, max_rate=30.0,
-               refresh_share=0.9, refresh_weights="none", refresh_policy="user-experience",
+        _crawl(out, running.hosts_file, running.seeds, resume=True, max_seconds=26.0, max_rate=8.0,
+               refresh_share=0.9, refresh_max_interval=60.0, refresh_weights="none", refresh_policy="user-experience",
                refresh_query_log=str(queries), refresh_query_interval=1.0)  # fmt: skip
         running.stop()
         log = running.read_log()
@@ -87,7 +92,7 @@ def test_pages_shown_for_logged_queries_are_refreshed_more_than_pages_that_chang
             requests[url] += 1
     shown_requests = sum(requests[target] for target, _ in pairs)
     alike_requests = sum(requests[other] for _, other in pairs)
-    assert shown_requests > 1.5 * alike_requests, (shown_requests, alike_requests, requests)
+    assert shown_requests >= 2 * max(alike_requests, 3), (shown_requests, alike_requests, requests)
     section = json.loads((out / "stats.json").read_text())["refresh"]["user_experience"]
     assert section["index"] == "ok" and section["computations"] >= 5 and section["weighted_pages"] >= len(targets)
 
