@@ -282,3 +282,23 @@ def test_a_page_refetched_adds_its_links_to_the_pagerank_graph_once() -> None:
     assert ranks.stats()["edges"] == 2
     assert ranks.relative_rank("http://b.test/") > ranks.relative_rank("http://a.test/")
     assert ranks.relative_rank("http://unknown.test/") == pytest.approx(0.15)
+
+
+def test_after_a_resume_the_policy_is_fitted_to_the_pages_refetched_not_to_none() -> None:
+    """A resumed refresher starts with an empty sample; a page enters it at its first fetch of the run
+    (it used to enter only at its first fetch ever, so a crawl with nothing new to find was fitted to
+    the one page being rescheduled)."""
+    schedule = MemorySchedule()
+    clock = Clock()
+    before = Refresher(schedule, Optimal(), 1.0, min_interval=10.0, max_interval=10_000.0, clock=clock)
+    urls = [f"http://a.test/{k}" for k in range(20)]
+    for url in urls:
+        before.fetched(url, status=200, fingerprint=1, etag=None, last_modified=None, depth=0)
+    clock.now += 100.0
+    resumed = Refresher(schedule, Optimal(), 1.0, min_interval=10.0, max_interval=10_000.0, clock=clock)
+    for url in urls:
+        clock.now += 1.0
+        resumed.fetched(url, status=200, fingerprint=2, etag=None, last_modified=None, depth=0)
+    assert set(resumed._sample) == set(urls)
+    resumed.fetched(urls[0], status=200, fingerprint=3, etag=None, last_modified=None, depth=0)
+    assert len(resumed._sample) == len(urls) and resumed._pages_seen == len(urls)  # once per run
