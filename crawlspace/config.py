@@ -620,7 +620,8 @@ def _check_network(config: CrawlConfig) -> None:
 
 
 POLICY_NAMES = ("bfs", "dfs", "random", "backlinks", "pagerank", "opic", "bigsite", "focused")
-REFRESH_POLICY_NAMES = ("optimal", "uniform", "proportional")
+REFRESH_POLICY_NAMES = ("optimal", "uniform", "proportional")  # Cho & Garcia-Molina's, which evaluate-refresh compares
+CRAWL_REFRESH_POLICY_NAMES = (*REFRESH_POLICY_NAMES, "user-experience")  # the last needs refresh_query_log
 
 
 def _check_policy(config: CrawlConfig) -> None:
