@@ -130,6 +130,7 @@ class PartitionInbox:
             self.peers.acknowledge_outdated(sender, keys)
         partitions = self.peers.partitions
         waiting = list(content.outdated_waiting())
+        content.outdated_added = 0
         for peer, notice in waiting:
             if peer >= partitions:  # a partition that left the crawl in a resize: its share is gone
                 content.outdated_delivered(peer, notice.url, notice.replaced_at)

@@ -230,13 +230,17 @@ class ContentSeen:
         self._near_of_db = self._env.open_db(b"nearof")
         self._outdated_db = self._env.open_db(b"outdated")
         self.outdated_peers: tuple[int, ...] = ()  # the other partitions, told of outdated versions
-        self.outdated_added = 0  # notices put since the transport last looked (outdated_waiting)
         self._txn: Any = self._env.begin(write=True)
         self._uncommitted = 0
+        # notices left by an earlier run (killed before their acknowledgement) are to be sent as new ones
+        self.outdated_added = int(self._txn.stat(self._outdated_db)["entries"])
         self._check_parameters(shingle_words, num_perm)
 
     def __repr__(self) -> str:
         return f"ContentSeen({str(self.directory)!r}, {len(self)} pages, threshold={self.near_threshold})"
+
+    outdated_added: int
+    """Notices put (or found on opening) since the transport last looked; the transport resets it."""
 
     def _check_parameters(self, shingle_words: int, num_perm: int) -> None:
         wanted = b"%s k=%d perm=%d" % (SCHEMA, shingle_words, num_perm)
@@ -520,7 +524,6 @@ class ContentSeen:
     def outdated_waiting(self) -> Iterator[tuple[int, OutdatedNotice]]:
         """Every notice not yet acknowledged, with the partition it is for (a scan: the table holds only
         what is on its way, a few seconds of the pages that changed)."""
-        self.outdated_added = 0
         with self._txn.cursor(db=self._outdated_db) as cursor:
             for key, value in cursor.iternext(keys=True, values=True):
                 peer, _, replaced_at = _OUTDATED_KEY.unpack(bytes(key))

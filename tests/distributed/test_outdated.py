@@ -318,3 +318,78 @@ def test_notices_survive_loss_and_repeats_between_two_partition_inboxes(tmp_path
         assert inboxes[1]._stats.outdated_entries_removed >= 1 and inboxes[0]._stats.outdated_notices_sent == 2
 
     asyncio.run(run())
+
+
+_KILLED_PARTITION = """
+import sys, time
+from pathlib import Path
+from crawlspace.seen.content import ContentSeen, OutdatedNotice
+from crawlspace.urls.fingerprint import content_fingerprint
+
+role, directory, old, new = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+content = ContentSeen(directory, commit_every=1_000_000)
+if role == "sender":  # the page changed, its notice committed with the forgetting: then killed unsent
+    content.outdated_peers = (1,)
+    content.check("http://a.test/page", content_fingerprint(old.encode()), 10.0)
+    content.check("http://a.test/page", content_fingerprint(new.encode()), 20.0)
+    content.commit()
+else:  # the owner: it holds the old body's first URL, applies the notice, and is killed before its commit
+    content.claim_first(content_fingerprint(old.encode()), "http://a.test/page", 10.0)
+    content.checkpoint()
+    assert content.forget_outdated(OutdatedNotice("http://a.test/page", content_fingerprint(old.encode()), 20.0))
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_notice_survives_kill_9_of_either_side_and_is_applied_after_the_restart(tmp_path: Path) -> None:
+    """kill -9 of the sender after its notice was committed (not yet sent), and of the receiver after it
+    applied the notice but before committing (so before it could acknowledge): both restarted, the
+    notice goes again and the old body's first URL is gone from the owner for good."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    old, new = owned_by(1, 700), text_of(701)
+    for role in ("sender", "owner"):
+        process = subprocess.Popen(
+            [sys.executable, "-c", _KILLED_PARTITION, role, str(tmp_path / role), old, new],
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        finally:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+        assert process.returncode == -signal.SIGKILL
+
+    async def run() -> None:
+        network = MemoryNetwork()
+        contents = [ContentSeen(tmp_path / "sender"), ContentSeen(tmp_path / "owner")]
+        inboxes = []
+        for k, content in enumerate(contents):
+            inbox = PartitionInbox(
+                network.mesh(k, 2, hold_until_settled=False), None, links=None, ledger=None, content=content,  # type: ignore[arg-type]
+                stats=CrawlStats(), wake=lambda: None, stop=lambda reason: None,
+            )  # fmt: skip
+            await inbox.connect(resend=False)
+            inboxes.append(inbox)
+        fingerprint = content_fingerprint(old.encode())
+        # the owner's removal died with it: the stale first URL is back until the notice comes again
+        assert contents[1].claim_first(fingerprint, "http://probe.test/", 30.0)[0] == "http://a.test/page"
+        contents[1].abandon()  # (that probe claimed nothing durable)
+        contents[1] = ContentSeen(tmp_path / "owner")
+        inboxes[1]._content = contents[1]
+        [(peer, notice)] = list(contents[0].outdated_waiting())  # the sender's notice outlived the kill
+        assert peer == 1 and notice.replaced_at == 20.0
+        inboxes[0].tell_outdated(time.monotonic())  # a restarted sender sends every notice it holds
+        await asyncio.sleep(0.01)
+        inboxes[1].tell_outdated(time.monotonic())  # applied, committed, acknowledged
+        await asyncio.sleep(0.01)
+        assert list(contents[0].outdated_waiting()) == []
+        assert contents[1].claim_first(fingerprint, "http://b.test/copy", 30.0) == ("http://b.test/copy", 30.0)
+        for content in contents:
+            content.close()
+
+    asyncio.run(run())
