@@ -65,7 +65,6 @@ class PartitionInbox:
         self._connected = False
         self.outdated = outdated.OutdatedDelivery()
         self._acks_owed: dict[int, list[tuple[str, float]]] = {}  # applied, acknowledged once committed
-        content.outdated_peers = tuple(peer for peer in range(peers.partitions) if peer != peers.index)
 
     def __repr__(self) -> str:
         return f"PartitionInbox({self.peers!r}, {self.router!r})"

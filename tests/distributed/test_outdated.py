@@ -270,6 +270,7 @@ async def two_inboxes(network: MemoryNetwork, root: Path) -> tuple[list[Partitio
     inboxes, contents = [], []
     for k in range(2):
         content = ContentSeen(root / str(k))
+        content.outdated_peers = (1 - k,)  # as the composition root (crawl.assembly) sets it
         mesh = network.mesh(k, 2, hold_until_settled=False)
         inbox = PartitionInbox(
             mesh, None, links=None, ledger=None, content=content, stats=CrawlStats(), wake=lambda: None,  # type: ignore[arg-type]
