@@ -22,7 +22,14 @@ from crawlspace.api import (
     saved_config,
 )
 from crawlspace.cliutil import fail, open_reader
-from crawlspace.config import POLICY_NAMES, REFRESH_POLICY_NAMES, ConfigError, CrawlConfig, reference_markdown
+from crawlspace.config import (
+    CRAWL_REFRESH_POLICY_NAMES,
+    POLICY_NAMES,
+    REFRESH_POLICY_NAMES,
+    ConfigError,
+    CrawlConfig,
+    reference_markdown,
+)
 
 
 def _parse_resolve(values: tuple[str, ...]) -> dict[str, str]:
@@ -94,8 +101,8 @@ def main() -> None:
 )  # fmt: skip
 @click.option("--max-rate", type=float, help="Fetches per second of the whole crawl: its bandwidth budget.")
 @click.option(
-    "--refresh-policy", type=click.Choice(REFRESH_POLICY_NAMES),
-    help="How refetches share the refresh budget (default: optimal).",
+    "--refresh-policy", type=click.Choice(CRAWL_REFRESH_POLICY_NAMES),
+    help="How refetches share the refresh budget (default: optimal; user-experience needs refresh_query_log).",
 )  # fmt: skip
 @click.option("--topic", help="Topic keywords of the focused policy (space or comma separated).")
 @click.option(

@@ -495,18 +495,31 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         ),
     ] = False
     refresh_policy: Annotated[
-        Literal["uniform", "proportional", "optimal"],
+        Literal["uniform", "proportional", "optimal", "user-experience"],
         _doc(
-            "How refetches share the refresh budget: uniform (every page alike), proportional (by change rate) "
-            "or optimal (Cho & Garcia-Molina's freshness-optimal allocation)."
+            "How refetches share the refresh budget: uniform (every page alike), proportional (by change rate), "
+            "optimal (Cho & Garcia-Molina's freshness-optimal allocation) or user-experience (optimal, each page "
+            "weighted by its impressions in the search index's top results for the queries of refresh_query_log)."
         ),
     ] = "optimal"
+    refresh_query_log: Annotated[
+        str | None,
+        _doc(
+            "The user-experience policy's query log: a text file, one query per line (a query logged n times "
+            "counts n times); read again at every recomputation."
+        ),
+    ] = None
+    refresh_query_interval: Annotated[
+        PositiveFloat,
+        _doc("Seconds between two recomputations of the user-experience weights from the index and the query log."),
+    ] = 300.0
     refresh_weights: Annotated[
-        Literal["in-links", "none"],
+        Literal["in-links", "pagerank", "none"],
         _doc(
             "Page quality for the refresh policy: in-links (log2(2 + pages linking it), counted as the crawl "
-            "finds them, so that spam changing on every fetch that nobody links gets few refetches) or none "
-            "(plain freshness)."
+            "finds them, so that spam changing on every fetch that nobody links gets few refetches), pagerank "
+            "(1 + log2(1 + the page's partial PageRank relative to the uniform share), over the links the "
+            "crawl has found, recomputed every pagerank_interval pages) or none (plain freshness)."
         ),
     ] = "in-links"
     max_rate: Annotated[
@@ -542,6 +555,8 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         _check_policy(self)
         if self.refresh and self.max_rate is None:
             raise ConfigError("refresh: a continuous crawl needs max_rate (the fetch budget refresh_share divides)")
+        if self.refresh_policy == "user-experience" and not self.refresh_query_log:
+            raise ConfigError("refresh_policy user-experience needs refresh_query_log (a file of queries, one a line)")
         if self.refresh_min_interval > self.refresh_max_interval:
             raise ConfigError(
                 f"refresh_min_interval ({self.refresh_min_interval}) is more than refresh_max_interval "
@@ -605,7 +620,8 @@ def _check_network(config: CrawlConfig) -> None:
 
 
 POLICY_NAMES = ("bfs", "dfs", "random", "backlinks", "pagerank", "opic", "bigsite", "focused")
-REFRESH_POLICY_NAMES = ("optimal", "uniform", "proportional")
+REFRESH_POLICY_NAMES = ("optimal", "uniform", "proportional")  # Cho & Garcia-Molina's, which evaluate-refresh compares
+CRAWL_REFRESH_POLICY_NAMES = (*REFRESH_POLICY_NAMES, "user-experience")  # the last needs refresh_query_log
 
 
 def _check_policy(config: CrawlConfig) -> None:

@@ -325,4 +325,6 @@ def stages(
         partition = PartitionInbox(
             peers, router, links=links, ledger=ledger, content=parts.content, stats=stats, wake=wake, stop=stop
         )
+        # a page's replaced version is told to every other partition (distributed.outdated)
+        parts.content.outdated_peers = tuple(peer for peer in range(peers.partitions) if peer != peers.index)
     return Stages(router, links, recorder, robots_gate, handoff, prefetch, resume_state, partition)

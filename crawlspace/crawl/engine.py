@@ -359,12 +359,13 @@ class CrawlEngine:
             async with fetcher:
                 progress = asyncio.create_task(self._report_periodically())
                 sender = asyncio.create_task(self.partition.send_periodically()) if self.partition else None
+                teller = asyncio.create_task(self.partition.tell_outdated_periodically()) if self.partition else None
                 feeder = asyncio.create_task(self.refreshing.feed()) if self.refreshing else None
                 try:
                     await self._dispatch(fetcher)
                 finally:
                     progress.cancel()
-                    for task in (sender, feeder):
+                    for task in (sender, teller, feeder):
                         if task is not None:
                             task.cancel()
         finally:

@@ -7,18 +7,22 @@ the fingerprints this partition owns, and near-duplicate questions on the LSH ba
 are answered from its content set. It asks the others the near-duplicate questions of its own
 pages (`near_match`, distributed.nearclaims). It also sends: the
 router's open batches leave only after the journal write that holds their URLs (X lines), and a
-leased URL whose host now belongs to another partition (per-IP politeness) is handed over.
+leased URL whose host now belongs to another partition (per-IP politeness) is handed over. Every
+`outdated.INTERVAL` it commits the content set when outdated notices are owed (distributed.outdated),
+then acknowledges those it applied and sends its own (never before they are durable).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 
 from crawlspace.crawl.ledger import Ledger
 from crawlspace.crawl.links import LinkPipeline
 from crawlspace.crawl.telemetry import CrawlStats
+from crawlspace.distributed import outdated
 from crawlspace.distributed.claims import Answer
 from crawlspace.distributed.nearclaims import NearMatch, NearQuestion, answer_near, best_match, near_questions
 from crawlspace.distributed.protocols import Peers
@@ -26,9 +30,12 @@ from crawlspace.distributed.resize import Part
 from crawlspace.distributed.router import PartitionRouter
 from crawlspace.frontier import FrontierEntry
 from crawlspace.seen import ContentSeen
+from crawlspace.seen.content import OutdatedNotice
 from crawlspace.seen.shingles import SigArray
 
 SEND_INTERVAL = 0.02  # an open batch is cut and sent this long after its first URL (a full one at once)
+
+log = logging.getLogger("crawlspace")
 
 
 class PartitionInbox:
@@ -56,6 +63,8 @@ class PartitionInbox:
         self.handover: Callable[[int, int, Part], bool] | None = None  # a resize's phase (crawl/repartition.py)
         self.handover_acks: Callable[[int, int], None] | None = None
         self._connected = False
+        self.outdated = outdated.OutdatedDelivery()
+        self._acks_owed: dict[int, list[tuple[str, float]]] = {}  # applied, acknowledged once committed
 
     def __repr__(self) -> str:
         return f"PartitionInbox({self.peers!r}, {self.router!r})"
@@ -91,6 +100,43 @@ class PartitionInbox:
             self.send_batches()
             if self.router.outbox.pending:  # what send_batches could not send (the journal failed)
                 self._open.set()
+
+    async def tell_outdated_periodically(self, interval: float = outdated.INTERVAL) -> None:
+        """The rounds of distributed.outdated, for as long as the crawl runs."""
+        while True:
+            await asyncio.sleep(interval)
+            self.tell_outdated()
+
+    def tell_outdated(self, now: float | None = None) -> None:
+        """One round: if notices were applied here or put here since the last, commit the content set;
+        then acknowledge the applied ones and send those due (new, or unacknowledged too long)."""
+        if not self._connected:
+            return
+        now = time.monotonic() if now is None else now
+        content, delivery = self._content, self.outdated
+        added = content.outdated_added > 0
+        if not (added or self._acks_owed or delivery.resend_due(now)):
+            return
+        if added or self._acks_owed:
+            try:
+                content.commit()
+            except Exception as exc:  # a full disk: nothing is acknowledged or sent until a commit succeeds
+                self._stats.errors["outdated:commit-failed"] += 1
+                log.warning("partition %d: the content set could not commit (%s); notices wait", self.peers.index, exc)
+                return
+        owed, self._acks_owed = self._acks_owed, {}
+        for sender, keys in owed.items():
+            self.peers.acknowledge_outdated(sender, keys)
+        partitions = self.peers.partitions
+        waiting = list(content.outdated_waiting())
+        content.outdated_added = 0
+        for peer, notice in waiting:
+            if peer >= partitions:  # a partition that left the crawl in a resize: its share is gone
+                content.outdated_delivered(peer, notice.url, notice.replaced_at)
+        due = delivery.due(((peer, notice) for peer, notice in waiting if peer < partitions), now)
+        for peer, notices in due.items():
+            self._stats.outdated_notices_sent += len(notices)
+            self.peers.transmit_outdated(peer, notices)
 
     def hand_over(self, entry: FrontierEntry, owner: int) -> None:
         """Queue a leased URL for the partition that now owns its host; the caller releases the lease
@@ -132,6 +178,16 @@ class PartitionInbox:
 
     def answer_near(self, question: NearQuestion) -> NearMatch | None:
         return answer_near(self._content, question, self._content.near_threshold)
+
+    def receive_outdated(self, sender: int, notices: list[OutdatedNotice]) -> None:
+        for notice in notices:
+            if self._content.forget_outdated(notice):
+                self._stats.outdated_entries_removed += 1
+        self._acks_owed.setdefault(sender, []).extend((notice.url, notice.replaced_at) for notice in notices)
+
+    def outdated_acknowledged(self, peer: int, keys: list[tuple[str, float]]) -> None:
+        for url, replaced_at in self.outdated.acknowledged_by(peer, keys):
+            self._content.outdated_delivered(peer, url, replaced_at)
 
     def stop(self, reason: str) -> None:
         self._stop(reason)

@@ -13,13 +13,17 @@ loses none. `checkpoint` commits the schedule with the crawl's checkpoint.
 from __future__ import annotations
 
 import asyncio
+import logging
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from crawlspace.config import CrawlConfig
+from crawlspace.config import ConfigError, CrawlConfig
 from crawlspace.fetch import FetchResult, Validators
 from crawlspace.frontier import Frontier, FrontierEntry
+from crawlspace.policies.pagerank import PartialPageRank
+from crawlspace.refresh.experience import QueryLogError, UserExperienceWeights, read_query_log
 from crawlspace.refresh.policies import POLICIES
 from crawlspace.refresh.refresher import Refresher
 from crawlspace.refresh.schedule import RefreshSchedule
@@ -28,6 +32,13 @@ REFRESH_DIR = "refresh"
 FEED_INTERVAL = 0.25  # seconds between two looks at the schedule
 FEED_BATCH = 256  # URLs moved into the frontier at most per look
 LEASE = 600.0  # seconds a fed URL stays leased in the schedule before it is handed out again
+
+log = logging.getLogger("crawlspace")
+
+
+def crawl_directory(out_dir: Path) -> Path:
+    """The crawl's own directory, whose jobs/ hold the search index: a partition's state is in DIR/workers/<k>."""
+    return out_dir.parent.parent if out_dir.parent.name == "workers" else out_dir
 
 
 class Refreshing:
@@ -58,7 +69,22 @@ class Refreshing:
             min_interval=config.refresh_min_interval,
             max_interval=config.refresh_max_interval,
             quality=config.refresh_weights,
+            pagerank=PartialPageRank(
+                interval=config.pagerank_interval, growth=config.pagerank_growth, damping=config.pagerank_damping
+            )
+            if config.refresh_weights == "pagerank"
+            else None,
         )
+        if config.refresh_policy == "user-experience":
+            assert config.refresh_query_log is not None, "config validation: user-experience needs a query log"
+            query_log = Path(config.refresh_query_log)
+            try:  # a log that cannot be read is an error now, not at the first recomputation
+                read_query_log(query_log)
+            except QueryLogError as exc:
+                raise ConfigError(f"refresh_query_log: {exc}") from None
+            refresher.experience = UserExperienceWeights(
+                crawl_directory(out_dir) / "jobs" / "index", query_log, interval=config.refresh_query_interval
+            )
         return cls(refresher, frontier, wake=wake)
 
     def skip(self, url: str) -> bool:
@@ -87,10 +113,25 @@ class Refreshing:
     async def feed(self) -> None:
         while True:
             await asyncio.sleep(FEED_INTERVAL)
+            experience = self.refresher.experience
+            if experience is not None and experience.due():
+                await self._recompute(experience)
             due = self.refresher.due(FEED_BATCH, lease=LEASE)
             if due:
                 self._frontier.add_many(FrontierEntry(url, depth) for url, depth in due)
                 self._wake()
+
+    async def _recompute(self, experience: UserExperienceWeights) -> None:
+        """The user-experience weights again, in a thread (the queries take seconds on a large log); a
+        query log that went missing keeps the weights as they were, and is said once per recomputation."""
+        try:
+            weights, stats = await asyncio.to_thread(experience.compute)
+        except QueryLogError as exc:
+            log.warning("refresh: %s; the user-experience weights stay as they were", exc)
+            experience.install(experience.weights, {**experience.stats, "index": f"kept ({exc})"[:200]})
+            return
+        experience.install(weights, stats)
+        self.refresher.reweigh()
 
     def checkpoint(self) -> None:
         self.refresher.commit()
@@ -100,8 +141,17 @@ class Refreshing:
         page journaled as fetched is scheduled again after a kill -9."""
         self.refresher.commit(sync=False)
 
-    def stats(self) -> dict[str, int]:
-        return {**self.refresher.stats.to_dict(), "scheduled_urls": len(self.refresher.schedule)}
+    def stats(self) -> dict[str, Any]:
+        section: dict[str, Any] = {**self.refresher.stats.to_dict(), "scheduled_urls": len(self.refresher.schedule)}
+        if self.refresher.experience is not None:
+            section["user_experience"] = dict(self.refresher.experience.stats)
+        pagerank = self.refresher.pagerank
+        if pagerank is not None:
+            ranks = pagerank.stats()
+            section["pagerank"] = {
+                key: ranks[key] for key in ("known_urls", "edges", "computations", "last_computation")
+            }
+        return section
 
     def close(self) -> None:
         self.refresher.close()  # commits what is buffered

@@ -166,6 +166,9 @@ class CrawlStats:
     near_duplicate_questions: Annotated[int, Merge.SUM] = 0
     # near-duplicate questions an owner of band keys did not answer in time: the page was taken as new there
     near_duplicate_unanswered: Annotated[int, Merge.SUM] = 0
+    # outdated notices sent to other partitions (resends included), and entries they removed here (distributed.outdated)
+    outdated_notices_sent: Annotated[int, Merge.SUM] = 0
+    outdated_entries_removed: Annotated[int, Merge.SUM] = 0
     links_extracted: Annotated[int, Merge.SUM] = 0
     links_dropped: Annotated[int, Merge.SUM] = 0  # beyond max_links_per_page
     nofollow_links: Annotated[int, Merge.SUM] = 0
@@ -245,6 +248,8 @@ class CrawlStats:
             "near_duplicate_content": self.near_duplicate_content,
             "near_duplicate_questions": self.near_duplicate_questions,
             "near_duplicate_unanswered": self.near_duplicate_unanswered,
+            "outdated_notices_sent": self.outdated_notices_sent,
+            "outdated_entries_removed": self.outdated_entries_removed,
             "links_extracted": self.links_extracted,
             "links_dropped": self.links_dropped,
             "nofollow_links": self.nofollow_links,

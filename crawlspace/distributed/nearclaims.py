@@ -36,9 +36,9 @@ both of each other. What is accepted instead:
   keeps the place in the order it had at each owner that still indexes it, so a page named its
   near-duplicate meanwhile cannot become its original; an owner that lost its entry in the same
   crash (rolled back to an earlier checkpoint) places it anew.
-- a page refetched with other text is re-indexed by the owners its new question reaches; an owner
-  its new keys all avoid, or every owner when the new body is an exact duplicate or has no words,
-  keeps the old signature until then (a single process deletes it at once).
+- a page refetched with other text is re-indexed by the owners its new question reaches; every
+  other partition drops its old signature when the page's outdated notice arrives
+  (distributed.outdated), within a second or so (a single process deletes it at once).
 
 Nothing here touches a transport or a clock: the engine passes `asked_at`, the transport carries
 `NearQuestion` and `NearMatch | None` (protocols.Peers.ask_near, protocols.Inbox.answer_near).

@@ -23,6 +23,13 @@ Contract for an implementer of `Peers`:
   is harmless (the owner re-indexes the page under the same keys); an answer to a question no
   longer awaited is dropped. A malformed question (`NearQuestionError` from `NearQuestion`) is
   dropped unanswered.
+- `transmit_outdated` carries a page's outdated notices (distributed.outdated) to one partition, to be
+  given to `Inbox.receive_outdated`; `acknowledge_outdated` carries the receiver's acknowledgement
+  back, to `Inbox.outdated_acknowledged`. Delivery may lose or repeat either: the engine sends a
+  notice again until acknowledged, and applying one twice is harmless. A malformed notice
+  (`OutdatedNoticeError` from `outdated.checked_notice`) is dropped, its batch's others applied.
+  Neither counts in `sent` and `received` (the crawl may end with notices on their way: they are
+  durable at the sender and sent again when it resumes).
 - `sent`, `received` and `idle` answer the termination probes (distributed.termination): `sent`
   counts every transmitted batch, resends included, `received` every delivery journaled, repeats
   included; `idle` is set by the engine (nothing to fetch, nothing in flight, every batch it sent
@@ -48,6 +55,7 @@ from crawlspace.distributed.nearclaims import NearMatch, NearQuestion
 from crawlspace.distributed.resize import Part
 from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier.entry import FrontierEntry
+from crawlspace.seen.content import OutdatedNotice
 
 
 class Inbox(Protocol):
@@ -71,6 +79,15 @@ class Inbox(Protocol):
     def answer_near(self, question: NearQuestion) -> NearMatch | None:
         """This partition's band table on band keys it owns: the best candidate asked before the page,
         or None (distributed.nearclaims.answer_near; the page is indexed here then)."""
+        ...
+
+    def receive_outdated(self, sender: int, notices: list[OutdatedNotice]) -> None:
+        """Pages of `sender` that no longer have these bodies: their entries here go (acknowledged by
+        the engine through `Peers.acknowledge_outdated` once that is durable)."""
+        ...
+
+    def outdated_acknowledged(self, peer: int, keys: list[tuple[str, float]]) -> None:
+        """`peer` made our notices (URL, time of the replacing fetch) durable: not sent again."""
         ...
 
     def stop(self, reason: str) -> None:
@@ -115,6 +132,14 @@ class Peers(Protocol):
 
     def settle(self, body_fingerprint: int, url: str, *, stored: bool) -> None:
         """`url`, named first for this body, has been recorded: its page stored or not."""
+        ...
+
+    def transmit_outdated(self, peer: int, notices: list[OutdatedNotice]) -> None:
+        """Send outdated notices, durable here, to `peer` (again, if they were not acknowledged)."""
+        ...
+
+    def acknowledge_outdated(self, peer: int, keys: list[tuple[str, float]]) -> None:
+        """Tell `peer` that its notices (URL, time of the replacing fetch) are applied durably here."""
         ...
 
     def stop_asking(self) -> None:

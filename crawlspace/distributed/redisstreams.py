@@ -2,14 +2,15 @@
 
 Every node has one stream (`Keys.stream(node)`) that carries everything sent to it, as wire messages:
 URL batches (`urls`, or `fwd` for hosts handed over for per-IP politeness), acknowledgements, content
-questions, answers and settlements (distributed.claims). A sender XADDs to the owner's stream; the owner
-reads its stream through a consumer group (XREADGROUP), hands a batch to `Inbox.receive_urls`, and only
-when that returns True (journaled) XACKs and XDELs the entry (so a stream holds only what its node has
-not journaled yet and never grows with the crawl) and sends the acknowledgement. The sender keeps the
-batch (journaled already, by the router) until then: after a lost connection it sends every
-unacknowledged batch again, and a batch still unacknowledged after `resend_after` seconds (Redis lost
-it: `appendfsync everysec` may drop the last second of writes) is sent again, with a doubling delay.
-Repeats are harmless: the owner's URL set drops them.
+questions, answers and settlements (distributed.claims), near-duplicate questions and answers
+(distributed.nearclaims), outdated notices and their acknowledgements (distributed.outdated). A sender
+XADDs to the owner's stream; the owner reads its stream through a consumer group (XREADGROUP), hands a
+batch to `Inbox.receive_urls`, and only when that returns True (journaled) XACKs and XDELs the entry (so
+a stream holds only what its node has not journaled yet and never grows with the crawl) and sends the
+acknowledgement. The sender keeps the batch (journaled already, by the router) until then: after a lost
+connection it sends every unacknowledged batch again, and a batch still unacknowledged after
+`resend_after` seconds (Redis lost it: `appendfsync everysec` may drop the last second of writes) is
+sent again, with a doubling delay. Repeats are harmless: the owner's URL set drops them.
 
 What the transport costs is per Redis round trip and command, not per byte (bench/README.md), so few are
 made: the writer lingers LINGER (5 ms) after a message is queued, and what was queued meanwhile goes in
@@ -54,11 +55,13 @@ from crawlspace.distributed.asking import gather_near
 from crawlspace.distributed.assignment import content_owner
 from crawlspace.distributed.claims import Answer, ContentClaims
 from crawlspace.distributed.nearclaims import NearMatch, NearQuestion, NearQuestionError
+from crawlspace.distributed.outdated import OutdatedNoticeError, checked_notice
 from crawlspace.distributed.protocols import Inbox
 from crawlspace.distributed.redislink import GROUP, REDIS_ERRORS, Backoff, Keys, consumer, raise_if_cancelled
 from crawlspace.distributed.resize import HandoverError, Part, Resize, decode_part, encode_part
 from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier.entry import FrontierEntry
+from crawlspace.seen.content import OutdatedNotice
 
 log = logging.getLogger(__name__)
 
@@ -460,6 +463,28 @@ class RedisPeers:
         if query is not None and not query[1].done():
             query[1].set_result(first)
 
+    # -- outdated versions (distributed.outdated) ------------------------------------------------
+
+    def transmit_outdated(self, peer: int, notices: list[OutdatedNotice]) -> None:
+        """Not kept through a lost link: the engine sends unacknowledged notices again itself."""
+        if self.connected:
+            fields = [(notice.url, notice.fingerprint, notice.replaced_at) for notice in notices]
+            self._queue(peer, wire.Outdated(self.index, fields), keep=False)
+
+    def acknowledge_outdated(self, peer: int, keys: list[tuple[str, float]]) -> None:
+        self._queue(peer, wire.OutdatedAck(self.index, list(keys)))
+
+    def _outdated(self, message: wire.Outdated, inbox: Inbox) -> None:
+        notices: list[OutdatedNotice] = []
+        for fields in message.notices:
+            try:
+                notices.append(checked_notice(*fields))
+            except OutdatedNoticeError as exc:  # this one refused, the others applied
+                self.errors["transport:malformed-outdated-notice"] += 1
+                log.debug("node %d skipped an outdated notice: %s", self.index, exc)
+        if notices:
+            inbox.receive_outdated(message.sender, notices)
+
     # -- near duplicates, partitioned by LSH band key --------------------------------------------
 
     async def ask_near(self, questions: dict[int, NearQuestion]) -> dict[int, NearMatch | None]:
@@ -762,6 +787,10 @@ class RedisPeers:
                 self._handover_acknowledged(message, inbox)
             case wire.NearQuestion():
                 self._answer_near(message, inbox)
+            case wire.Outdated():
+                self._outdated(message, inbox)
+            case wire.OutdatedAck(sender=sender, keys=keys):
+                inbox.outdated_acknowledged(sender, list(keys))
             case wire.NearAnswer(number=number, match=found):
                 future = self._near_queries.get(number)
                 if future is not None and not future.done():

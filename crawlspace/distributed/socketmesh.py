@@ -6,7 +6,8 @@ partition for itself, and hands them to the worker processes. Messages (distribu
 - partition -> partition: `urls`/`fwd` batches (forwarded: hosts handed over for per-IP
   politeness), `ack` once the receiver journaled one; `cq` content questions to the fingerprint's
   owner, `ca` answers, `cs` a first URL settled (distributed.claims); `nq` a near-duplicate
-  question to an owner of some of a page's LSH band keys, `na` its answer (distributed.nearclaims).
+  question to an owner of some of a page's LSH band keys, `na` its answer (distributed.nearclaims);
+  `od` a page's outdated notices, `oda` their acknowledgement once applied durably (distributed.outdated).
 - partition -> coordinator: `ready`/`fatal` at start (no partition crawls unless all could open
   their state), `report` its telemetry at the engine's cadence, `probe` answers (idle, sent, received) for the
   termination test, `ended` when its engine stopped by itself.
@@ -34,10 +35,12 @@ from crawlspace.distributed.assignment import content_owner
 from crawlspace.distributed.channel import Channel, ChannelClosed
 from crawlspace.distributed.claims import Answer, ContentClaims
 from crawlspace.distributed.nearclaims import NearMatch, NearQuestion, NearQuestionError
+from crawlspace.distributed.outdated import OutdatedNoticeError, checked_notice
 from crawlspace.distributed.protocols import Inbox
 from crawlspace.distributed.resize import HandoverError, Part, decode_part, encode_part
 from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier.entry import FrontierEntry
+from crawlspace.seen.content import OutdatedNotice
 
 QUERY_TIMEOUT = 10.0
 
@@ -76,6 +79,7 @@ class SocketMesh:
         self._inbox: Inbox | None = None
         self._claims: ContentClaims | None = None
         self.malformed_handovers = 0
+        self.malformed_notices = 0
         self._repartitioned: asyncio.Future[bool] | None = None
         self._asking = True  # False once the crawl stops (stop_asking)
 
@@ -133,6 +137,45 @@ class SocketMesh:
     def _send(self, peer: int, message: list[Any]) -> None:
         with contextlib.suppress(ChannelClosed):  # the peer is gone: the coordinator ends the crawl
             self._peers[peer].send(message)
+
+    # -- outdated versions (distributed.outdated) ------------------------------------------------
+
+    def transmit_outdated(self, peer: int, notices: list[OutdatedNotice]) -> None:
+        self._send(peer, ["od", self.index, [[n.url, n.fingerprint, n.replaced_at] for n in notices]])
+
+    def acknowledge_outdated(self, peer: int, keys: list[tuple[str, float]]) -> None:
+        self._send(peer, ["oda", self.index, [[url, replaced_at] for url, replaced_at in keys]])
+
+    def _outdated(self, inbox: Inbox, message: list[Any]) -> None:
+        notices: list[OutdatedNotice] = []
+        try:
+            _, sender, raw = message
+            if sender not in self._peers or not isinstance(raw, list):
+                raise OutdatedNoticeError(f"outdated notices {message!r:.80}")
+            for fields in raw:
+                try:
+                    notices.append(checked_notice(*fields))
+                except (OutdatedNoticeError, TypeError) as exc:  # this one refused, the others applied
+                    self._malformed_notice(exc)
+        except (OutdatedNoticeError, ValueError) as exc:
+            self._malformed_notice(exc)
+            return
+        if notices:
+            inbox.receive_outdated(int(sender), notices)
+
+    def _outdated_acknowledged(self, inbox: Inbox, message: list[Any]) -> None:
+        try:
+            _, sender, raw = message
+            keys = [(str(url), float(replaced_at)) for url, replaced_at in raw]
+        except (TypeError, ValueError) as exc:
+            self._malformed_notice(exc)
+            return
+        inbox.outdated_acknowledged(int(sender), keys)
+
+    def _malformed_notice(self, problem: Exception) -> None:
+        self.malformed_notices += 1
+        if self.malformed_notices == 1:
+            log.warning("partition %d: an outdated notice skipped: %s", self.index, problem)
 
     # -- a resize's handover ---------------------------------------------------------------------
 
@@ -305,6 +348,10 @@ class SocketMesh:
                 query = self._queries.get(int(number))
                 if query is not None and not query[1].done():
                     query[1].set_result((str(first[0]), float(first[1])))
+            elif kind == "od":
+                self._outdated(inbox, message)
+            elif kind == "oda":
+                self._outdated_acknowledged(inbox, message)
             elif kind == "hand":
                 self._handover(inbox, message)
             elif kind == "hack":

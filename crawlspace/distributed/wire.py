@@ -94,6 +94,22 @@ class NearAnswer(msgspec.Struct, array_like=True, tag="na", frozen=True):
     match: tuple[str, float, float] | None  # (url, fetched_at, estimated Jaccard)
 
 
+class Outdated(msgspec.Struct, array_like=True, tag="od", frozen=True):
+    """Pages of the sender that no longer have these bodies (distributed.outdated): the receiver drops
+    its entries of them, then acknowledges. Each notice is (URL, old body fingerprint, time of the
+    fetch that replaced it), checked again by the receiver (`outdated.checked_notice`)."""
+
+    sender: int
+    notices: list[tuple[str, int, float]]
+
+
+class OutdatedAck(msgspec.Struct, array_like=True, tag="oda", frozen=True):
+    """The receiver (`sender` of the ack) applied these notices (URL, time of the replacing fetch) durably."""
+
+    sender: int
+    keys: list[tuple[str, float]]
+
+
 class ProbeReply(msgspec.Struct, array_like=True, tag="probe", frozen=True):
     """A node's answer to a termination round (distributed.termination.ProbeAnswer)."""
 
@@ -135,6 +151,8 @@ Message = (
     | ContentSettle
     | NearQuestion
     | NearAnswer
+    | Outdated
+    | OutdatedAck
     | ProbeReply
     | Stop
     | HandoverPart

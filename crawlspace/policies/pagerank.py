@@ -199,6 +199,7 @@ class PartialPageRank(ScoredPolicy):
         self._last: dict[str, Any] = {}
         self._recompute_promotions = 0
         self._failures = 0
+        self._observed = bytearray()  # node -> its out-links are in the graph (observe_once)
 
     # -- nodes and scores -----------------------------------------------------------------------
 
@@ -375,6 +376,30 @@ class PartialPageRank(ScoredPolicy):
             "interval_pages": self._interval,
             "damping": self._damping,
         }
+
+    # -- as page quality (the refresh policy's weights, refresh/refresher.py) -----------------------
+
+    def observe_once(self, url: str, outlinks: Sequence[Outlink]) -> bool:
+        """Add a page's out-links to the graph unless they are in it already; True if they were added.
+        A continuous crawl fetches a page many times, and each `page_done` adds its edges again (a
+        page refetched ten times would pass ten times its rank on): a refresher's PageRank takes each
+        page's links once per run (the links its first fetch in this process found)."""
+        node = self._node(url)
+        if node < len(self._observed) and self._observed[node]:
+            return False
+        if node >= len(self._observed):
+            self._observed.extend(bytes(max(node + 1, 2 * len(self._observed)) - len(self._observed)))
+        self._observed[node] = 1
+        self._observe(url, outlinks, None)
+        return True
+
+    def relative_rank(self, url: str) -> float:
+        """The page's partial PageRank times the nodes of the graph: 1 is the uniform share, a page
+        nobody known links has the teleport share 1 - damping (about 0.15), a hub many times 1."""
+        node = self._ids.get(url_fingerprint(url))
+        if node is None:
+            return 1.0 - self._damping
+        return self._score(node) * self._reference_nodes()
 
     def scores(self) -> dict[int, float]:
         """Current score of every node (for tests and diagnostics; O(nodes))."""

@@ -269,8 +269,18 @@ class Optimal:
         return within, mu_high, 1.0
 
 
+@dataclass(frozen=True)
+class UserExperience(Optimal):
+    """Seed 004's user-experience policy: the optimal allocation under weights that say how much a
+    page's staleness hurts searchers (refresh.experience: its impressions in the top results of the
+    logged queries), instead of page quality."""
+
+    name: str = "user-experience"
+
+
 POLICIES: dict[str, type[Uniform] | type[Proportional] | type[Optimal]] = {
     "uniform": Uniform,
     "proportional": Proportional,
     "optimal": Optimal,
+    "user-experience": UserExperience,
 }

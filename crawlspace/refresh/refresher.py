@@ -30,7 +30,13 @@ page is first fetched, each distinct target of its links (not itself) gains one,
 store (schedule.py), in the same write as the page's scheduling. Links a page gains in later versions
 are not counted (that would need each page's earlier link set). In a crawl of several partitions
 each partition counts the links its own pages make: a page linked from other partitions weighs less
-than it would in one process. `quality="none"`: every weight is 1 (plain freshness).
+than it would in one process. `quality="pagerank"`: a page weighs 1 + log2(1 + its relative
+partial PageRank) (policies.PartialPageRank.relative_rank: 1 is the uniform share, so a page nobody
+links weighs about 1.2 and the average page 2), over the graph of the links each page's first fetch
+in this process found (`observe_once`: a refetch adds no edges twice), computed every
+`pagerank_interval` pages off the fetch path as the crawl-ordering policy of that name does; the
+graph is rebuilt as pages are refetched after a resume, so weights start near even again. The same
+partition caveat as for in-links applies. `quality="none"`: every weight is 1 (plain freshness).
 
 Invariants: a page fetched is in the schedule once (its next due time); a URL handed out stays in
 the schedule under a lease until its refetch reschedules it, so a crash between the two loses
@@ -52,7 +58,10 @@ import msgspec
 import numpy as np
 
 from crawlspace.fetch import Validators
+from crawlspace.policies.base import Outlink
+from crawlspace.policies.pagerank import PartialPageRank
 from crawlspace.refresh.estimate import Blend, ChangeHistory, estimate_rate, observe
+from crawlspace.refresh.experience import UserExperienceWeights
 from crawlspace.refresh.policies import PageRule, RefreshPolicy
 from crawlspace.refresh.schedule import Schedule
 from crawlspace.urls import host_of
@@ -120,7 +129,9 @@ class Refresher:
     max_interval: float = 30 * 86400.0
     clock: Callable[[], float] = time.time
     refit_every: float = REFIT_EVERY
-    quality: Literal["in-links", "none"] = "in-links"
+    quality: Literal["in-links", "pagerank", "none"] = "in-links"
+    pagerank: PartialPageRank | None = None  # quality="pagerank": the graph and its ranks (made if not given)
+    experience: UserExperienceWeights | None = None  # the user-experience policy: these weights, not quality
     stats: RefreshStats = field(default_factory=RefreshStats)
 
     def __post_init__(self) -> None:
@@ -139,6 +150,9 @@ class Refresher:
         # handed out and not fetched yet, with the time (not handed out again early until their lease
         # ends); in hand-out order, so the ones whose lease ran out are at the front
         self._out: dict[str, float] = {}
+        self._run_started = self.clock()
+        if self.quality == "pagerank" and self.pagerank is None:
+            self.pagerank = PartialPageRank()
 
     def __repr__(self) -> str:
         return f"Refresher({self.policy.name}, {self.rate:g}/s, {len(self.schedule)} scheduled)"
@@ -194,6 +208,9 @@ class Refresher:
         (normalized) targets of the page's links, counted as in-links at its first fetch."""
         now = self.clock() if at is None else at
         record = self.record(url)
+        # a page enters the sample at its first fetch in this run: after a resume the sample is empty, and
+        # a crawl with nothing new to find would otherwise fit its policy to no page at all
+        entering = record is None or record.fetched < self._run_started
         not_modified = status == 304
         if record is not None:
             if not_modified:
@@ -212,9 +229,11 @@ class Refresher:
         new_page = self.schedule.entry(url) is None
         if new_page and self.quality == "in-links":
             self.schedule.add_inlinks(set(links) - {url})
+        elif self.pagerank is not None:
+            self.pagerank.observe_once(url, [Outlink(link) for link in links])
         rate = self._rate(record, host_of(url))
         weight = self.weight(url)
-        self._offer(url, rate, weight, new_page=new_page)
+        self._offer(url, rate, weight, new_page=entering)
         frequency = self._frequency(rate, weight, now, new_page=new_page)
         if len(record.history) < EXPLORE:  # too little seen to judge: the even share, to learn its rate
             frequency = self.rate / (len(self.schedule) + new_page)
@@ -245,9 +264,14 @@ class Refresher:
         return BLEND.rate(own, len(history), prior)
 
     def weight(self, url: str) -> float:
-        """The page's quality weight (see the module docstring)."""
+        """The page's quality weight (see the module docstring), or how much its staleness hurts
+        searchers under the user-experience policy (refresh.experience)."""
+        if self.experience is not None:
+            return self.experience.weight(url)
         if self.quality == "none":
             return 1.0
+        if self.pagerank is not None:
+            return 1.0 + math.log2(1.0 + self.pagerank.relative_rank(url))
         return math.log2(2.0 + self.schedule.inlinks(url))
 
     def _global_rate(self) -> float:
@@ -284,6 +308,13 @@ class Refresher:
             self._fitted_at = now
             self.stats.fits += 1
         return self._rule.frequency(rate, weight)
+
+    def reweigh(self) -> None:
+        """The weights changed (the user-experience policy's were recomputed): the sample the policy is
+        fitted to takes them now, and the next reschedule fits again. A page's due time changes at its
+        next fetch, at most `max_interval` away."""
+        self._sample = {url: (rate, self.weight(url)) for url, (rate, _) in self._sample.items()}
+        self._rule = None
 
     # -- the feed ------------------------------------------------------------------------------
 
@@ -329,6 +360,8 @@ class Refresher:
         self.schedule.commit(sync=sync)
 
     def close(self) -> None:
+        if self.pagerank is not None:
+            self.pagerank.close()
         self.schedule.close()
 
 

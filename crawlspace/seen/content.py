@@ -49,6 +49,19 @@ there, whichever partition fetched it). Its own pages' near-duplicate verdicts f
 name originals that may be another partition's, so nearof keeps the original's URL and time.
 They are in the same transaction as the rest: checkpointed, and reopened after a crash, alike.
 
+A page's outdated entries on the other partitions (IIR 20.2.1 across partitions): when a page that
+was NEW or NEAR is fetched again with another body, `_forget` removes what this partition holds of its
+old version (`forget_outdated`: the oracle's first URL of the old body, the page's entries in the share
+of the LSH table here) and, for each other partition (`outdated_peers`, set by a crawl of several),
+puts an outdated notice (URL, old body fingerprint, the time of the fetch that replaced it) in the
+`outdated` table, in the same transaction: the notice is durable exactly when the forgetting it tells
+of is, so a crash loses both or neither. The partition's transport (crawl.partition) sends each notice
+once the set is committed and deletes it when the receiver acknowledges it, which that receiver does
+only once its own `forget_outdated` is committed (distributed.outdated): a notice lost on the way is
+sent again, one applied twice changes nothing, and a receiver removes an entry only if it still names
+that URL with a time before the replacing fetch (not a later version the page has since been judged
+at).
+
 Crash safety: one write transaction at a time, committed (and fsynced by LMDB) by
 `checkpoint()` and, to bound its dirty pages, every `commit_every` pages. After a crash the set
 is therefore at or after the last checkpoint, never before: a page processed after the
@@ -85,6 +98,8 @@ _FP_RECORD = struct.Struct("<Qd")  # first URL's fingerprint, its fetch time; th
 _URL_RECORD = struct.Struct("<QdBfQH")  # content fp, fetch time, kind, similarity, of-URL fp, signature bytes
 _NEAR_RECORD = struct.Struct("<ddBH")  # fetch time, question time, band keys, signature bytes; then those, the URL
 _BAND_KEY_BYTES = 9  # band number, band key (big-endian): the key of a band table
+_OUTDATED_KEY = struct.Struct(">HQd")  # peer, URL fingerprint, time of the fetch that replaced the version
+_OUTDATED_VALUE = struct.Struct("<Q")  # the old body's fingerprint; then the URL
 
 
 class NearCandidate(NamedTuple):
@@ -94,6 +109,15 @@ class NearCandidate(NamedTuple):
     fetched_at: float
     asked_at: float
     signature: bytes
+
+
+class OutdatedNotice(NamedTuple):
+    """A page's version that another partition may still hold entries of: the page at `url` no longer has
+    the body `fingerprint`, as its fetch at `replaced_at` found (distributed.outdated)."""
+
+    url: str
+    fingerprint: int
+    replaced_at: float
 
 
 class ContentKind(enum.IntEnum):
@@ -193,7 +217,7 @@ class ContentSeen:
         self.bands, self.rows = choose_bands(num_perm, near_threshold)
         self.commit_every = commit_every
         try:
-            self._env = lmdb.open(str(self.directory), map_size=MAP_SIZE, max_dbs=8, subdir=True, lock=True)
+            self._env = lmdb.open(str(self.directory), map_size=MAP_SIZE, max_dbs=9, subdir=True, lock=True)
         except lmdb.Error as exc:
             raise SeenStateError(f"{self.directory}: cannot open the content set ({exc})") from exc
         self._fp_db = self._env.open_db(b"fp")
@@ -204,12 +228,19 @@ class ContentSeen:
         self._near_band_db = self._env.open_db(b"nearband", dupsort=True, dupfixed=True)
         self._near_sig_db = self._env.open_db(b"nearsig")
         self._near_of_db = self._env.open_db(b"nearof")
+        self._outdated_db = self._env.open_db(b"outdated")
+        self.outdated_peers: tuple[int, ...] = ()  # the other partitions, told of outdated versions
         self._txn: Any = self._env.begin(write=True)
         self._uncommitted = 0
+        # notices left by an earlier run (killed before their acknowledgement) are to be sent as new ones
+        self.outdated_added = int(self._txn.stat(self._outdated_db)["entries"])
         self._check_parameters(shingle_words, num_perm)
 
     def __repr__(self) -> str:
         return f"ContentSeen({str(self.directory)!r}, {len(self)} pages, threshold={self.near_threshold})"
+
+    outdated_added: int
+    """Notices put (or found on opening) since the transport last looked; the transport resets it."""
 
     def _check_parameters(self, shingle_words: int, num_perm: int) -> None:
         wanted = b"%s k=%d perm=%d" % (SCHEMA, shingle_words, num_perm)
@@ -247,7 +278,7 @@ class ContentSeen:
             record = _UrlRecord.unpack(previous)
             if record.content_fp == body_fingerprint and self._still_judged(record, body_fingerprint, first):
                 return ContentVerdict(ContentKind.UNCHANGED, url, record.fetched_at, 1.0)
-            self._forget(url_fp, record)
+            self._forget(url_fp, record, replaced_at=fetched_at)
         fp_key = _key(body_fingerprint)
         self._changed()
         if first is not None:
@@ -428,9 +459,18 @@ class ContentSeen:
                 best_fp, best = int.from_bytes(candidate, "big"), score
         return best_fp, best
 
-    def _forget(self, url_fp: int, record: _UrlRecord) -> None:
-        """Delete a refreshed page's outdated fingerprint, LSH entries and record."""
+    def _forget(self, url_fp: int, record: _UrlRecord, *, replaced_at: float) -> None:
+        """Delete a refreshed page's outdated fingerprint, LSH entries and record; the shares of the
+        crawl's tables that hold the old version here go too, and the other partitions are told
+        (an exact copy was never first of its body nor indexed anywhere: nothing to tell)."""
         txn = self._txn
+        if record.kind in (ContentKind.NEW, ContentKind.NEAR):
+            notice = OutdatedNotice(record.url, record.content_fp, replaced_at)
+            self.forget_outdated(notice)
+            value = _OUTDATED_VALUE.pack(record.content_fp) + _utf8(record.url)
+            for peer in self.outdated_peers:
+                txn.put(_OUTDATED_KEY.pack(peer, url_fp, replaced_at), value, db=self._outdated_db)
+                self.outdated_added += 1
         fp_key = _key(record.content_fp)
         first = txn.get(fp_key, db=self._fp_db)
         if first is not None and _FP_RECORD.unpack_from(first)[0] == url_fp:
@@ -442,6 +482,58 @@ class ContentSeen:
         txn.delete(_key(url_fp), db=self._url_db)
         if record.kind == ContentKind.NEAR:
             txn.delete(_key(url_fp), db=self._near_of_db)
+
+    # -- outdated versions across partitions (distributed.outdated) ------------------------------------
+
+    def forget_outdated(self, notice: OutdatedNotice) -> bool:
+        """Remove what this partition holds of a page's replaced version, the entries that still name
+        the page with a time before `notice.replaced_at`: the body's first URL (as owner of the
+        fingerprint, and as told by its owner) and the page in this share of the LSH table. Idempotent;
+        an entry of a later version (the page judged again since) stays. True if anything went."""
+        txn = self._txn
+        url_fp = url_fingerprint(notice.url)
+        url_key = _key(url_fp)
+        fp_key = _key(notice.fingerprint)
+        removed = False
+        claimed = txn.get(fp_key, db=self._oracle_db)
+        if (
+            claimed is not None
+            and _TIME.unpack_from(claimed)[0] < notice.replaced_at
+            and _url_after(claimed, _TIME.size) == notice.url
+        ):
+            txn.delete(fp_key, db=self._oracle_db)
+            removed = True
+        first = txn.get(fp_key, db=self._fp_db)
+        if first is not None:
+            first_fp, first_time = _FP_RECORD.unpack_from(first)
+            if first_fp == url_fp and first_time < notice.replaced_at:
+                txn.delete(fp_key, db=self._fp_db)
+                removed = True
+        indexed = txn.get(url_key, db=self._near_sig_db)
+        if indexed is not None and _NEAR_RECORD.unpack_from(indexed)[0] < notice.replaced_at:
+            count = _NEAR_RECORD.unpack_from(indexed)[2]
+            start = _NEAR_RECORD.size
+            for offset in range(start, start + count * _BAND_KEY_BYTES, _BAND_KEY_BYTES):
+                txn.delete(bytes(indexed[offset : offset + _BAND_KEY_BYTES]), url_key, db=self._near_band_db)
+            txn.delete(url_key, db=self._near_sig_db)
+            removed = True
+        if removed:
+            self._changed()
+        return removed
+
+    def outdated_waiting(self) -> Iterator[tuple[int, OutdatedNotice]]:
+        """Every notice not yet acknowledged, with the partition it is for (a scan: the table holds only
+        what is on its way, a few seconds of the pages that changed)."""
+        with self._txn.cursor(db=self._outdated_db) as cursor:
+            for key, value in cursor.iternext(keys=True, values=True):
+                peer, _, replaced_at = _OUTDATED_KEY.unpack(bytes(key))
+                (fingerprint,) = _OUTDATED_VALUE.unpack_from(value)
+                yield peer, OutdatedNotice(_url_after(value, _OUTDATED_VALUE.size), fingerprint, replaced_at)
+
+    def outdated_delivered(self, peer: int, url: str, replaced_at: float) -> None:
+        """`peer` has made its `forget_outdated` of this notice durable: it need not be sent again."""
+        if self._txn.delete(_OUTDATED_KEY.pack(peer, url_fingerprint(url), replaced_at), db=self._outdated_db):
+            self._changed()
 
     # -- queries -----------------------------------------------------------------------------------------
 
@@ -491,6 +583,12 @@ class ContentSeen:
         self._txn.commit()
         self._txn = self._env.begin(write=True)
         self._uncommitted = 0
+
+    def commit(self) -> None:
+        """Make what was done so far durable now (LMDB syncs its commits), between checkpoints: what an
+        outdated notice tells must be durable before it is sent or acknowledged (distributed.outdated).
+        The set is then after its last checkpoint, which it may always be (see crash safety)."""
+        self._commit()
 
     def checkpoint(self) -> None:
         """Commit and flush: after a crash the set reopens at least as it is now."""

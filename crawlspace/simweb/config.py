@@ -79,6 +79,11 @@ class SimWebConfig:
     """Unix time at which every page is at its first version; changes happen after it. The server and
     the judge must agree on it, so it is part of the config (`crawlspace simweb serve --changing`
     sets it to the server's start)."""
+    mirror_lag: float = 0.0
+    """With `changing`: an exact copy (a mirror) serves its original as it was this many simulated
+    seconds earlier, as a mirror that syncs late does; so a crawl meets a changed page's old versions
+    at other URLs (the content-seen set must then judge them against current content only). 0: copies
+    change with their original."""
 
     def __post_init__(self) -> None:
         checks: list[tuple[bool, str]] = [
@@ -109,6 +114,7 @@ class SimWebConfig:
             (self.page_style in PAGE_STYLES, f"page_style must be one of {', '.join(PAGE_STYLES)}"),
             (0 < self.time_scale <= 1e6, "time_scale must be in (0, 1e6]"),
             (self.change_epoch >= 0, "change_epoch must be a Unix time >= 0"),
+            (self.mirror_lag >= 0, "mirror_lag must be >= 0 (simulated seconds)"),
         ]
         for ok, message in checks:
             if not ok:

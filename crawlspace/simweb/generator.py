@@ -198,7 +198,17 @@ class SimWeb:
         """The version a URL serves at Unix time `at`; None for a URL whose content never changes."""
         node = self.node_of(url)
         page = None if node is None or self.changes is None else self.page_of(node)
-        return None if page is None or self.changes is None else self.changes.version(page, at)
+        if page is None or self.changes is None:
+            return None
+        assert node is not None
+        return self.changes.version(page, self._served_as_of(node, at))
+
+    def _served_as_of(self, node: int, at: float) -> float:
+        """The instant whose version a node serves at `at`: a lagging mirror's is earlier (config.mirror_lag)."""
+        lag, pages = self.config.mirror_lag, self.data.pages
+        if lag and node >= pages and int(self.data.extra_kind[node - pages]) == ExtraKind.COPY:
+            return at - lag / self.config.time_scale
+        return at
 
     def news_url(self, page: int, version: int) -> str:
         return f"{self.data.origin(int(self.data.page_host[page]))}/news/{page}-{version}.html"
@@ -208,7 +218,7 @@ class SimWeb:
         page = self.page_of(node)
         if changes is None or page is None:
             return self.renderer.node_response(node)
-        version = changes.version(page, at)
+        version = changes.version(page, self._served_as_of(node, at))
         news = self.news_url(page, version.number) if changes.news_version(version.number, page) else None
         near = int(self.data.extra_aux[node - self.data.pages]) if node >= self.data.pages else 0
         body = self.renderer.page_body(page, near, version.number, news)

@@ -8,7 +8,9 @@ batch is delivered twice; the receiver's URL set must drop the second copy. A re
 go the same way (`drop_parts` of them lost, repeated with `repeat`), and `repartitioned` is a barrier
 over the meshes of the network. Near-duplicate questions to another partition are answered on a later
 turn of the loop, or, for the next `unanswered_near` of them, never (the transport's timeout: the asker
-hears nothing from that owner).
+hears nothing from that owner). Outdated notices and their acknowledgements (distributed.outdated) go
+on a later turn too; the next `drop_outdated` of them (notices or acknowledgements) are lost, and with
+`repeat` every notice is delivered twice.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from crawlspace.distributed.protocols import Inbox
 from crawlspace.distributed.resize import Part, decode_part, encode_part
 from crawlspace.distributed.splitter import Batch
 from crawlspace.distributed.termination import ProbeAnswer
+from crawlspace.seen.content import OutdatedNotice
 
 
 @dataclass
@@ -33,6 +36,7 @@ class MemoryNetwork:
     repeat: bool = False  # every URL batch (and handover part) is delivered twice
     drop_parts: int = 0  # the next this many handover parts are lost
     unanswered_near: int = 0  # the next this many near-duplicate questions to another partition get no answer
+    drop_outdated: int = 0  # the next this many outdated notices or their acknowledgements are lost
     handed: dict[int, asyncio.Future[bool]] = field(default_factory=dict)  # the resize barrier
     meshes: dict[int, MemoryMesh] = field(default_factory=dict)
     counts: Counter[str] = field(default_factory=Counter)
@@ -79,6 +83,25 @@ class MemoryNetwork:
             for waiting in self.handed.values():
                 if not waiting.done():
                     waiting.set_result(True)
+
+    def carry_outdated(self, peer: int, sender: int, notices: list[OutdatedNotice]) -> None:
+        if self._dropped("outdated notices"):
+            return
+        for _ in range(2 if self.repeat else 1):
+            asyncio.get_running_loop().call_soon(self.meshes[peer].deliver_outdated, sender, list(notices))
+            self.counts["outdated notices delivered"] += 1
+
+    def carry_outdated_ack(self, peer: int, sender: int, keys: list[tuple[str, float]]) -> None:
+        if self._dropped("outdated acknowledgements"):
+            return
+        asyncio.get_running_loop().call_soon(self.meshes[peer].outdated_acknowledged, sender, list(keys))
+
+    def _dropped(self, what: str) -> bool:
+        if self.drop_outdated <= 0:
+            return False
+        self.drop_outdated -= 1
+        self.counts[f"{what} dropped"] += 1
+        return True
 
     def carry_ack(self, receiver: int, sender: int, number: int) -> None:
         if self.drop_acks > 0:
@@ -127,6 +150,20 @@ class MemoryMesh:
     def acknowledged(self, receiver: int, number: int) -> None:
         assert self.inbox is not None
         self.inbox.batch_acknowledged(receiver, number)
+
+    def transmit_outdated(self, peer: int, notices: list[OutdatedNotice]) -> None:
+        self._network.carry_outdated(peer, self.index, notices)
+
+    def acknowledge_outdated(self, peer: int, keys: list[tuple[str, float]]) -> None:
+        self._network.carry_outdated_ack(peer, self.index, keys)
+
+    def deliver_outdated(self, sender: int, notices: list[OutdatedNotice]) -> None:
+        if self.inbox is not None:
+            self.inbox.receive_outdated(sender, notices)
+
+    def outdated_acknowledged(self, receiver: int, keys: list[tuple[str, float]]) -> None:
+        if self.inbox is not None:
+            self.inbox.outdated_acknowledged(receiver, keys)
 
     def transmit_handover(self, peer: int, number: int, part: Part) -> None:
         self._network.carry_part(peer, self.index, number, part)

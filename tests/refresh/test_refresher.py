@@ -211,3 +211,94 @@ def test_the_work_conserving_feed_does_not_hand_out_a_page_still_out() -> None:
     assert made.due(10, lease=600.0) == []
     clock.now += 700.0  # their leases ran out unfetched: out again
     assert len(made.due(10, lease=600.0)) == 2
+
+
+def _linked_and_unlinked_pages(quality: str) -> tuple[int, int, Refresher]:
+    """20 pages that every page links and 20 that nobody links, all changing about every 200 s (the
+    same Poisson process, drawn alike), refreshed by optimal at 0.5 fetch/s for two hours of a fake
+    clock; the refetches of each group."""
+    import random
+
+    from crawlspace.policies.pagerank import PartialPageRank
+
+    clock = Clock()
+    made = Refresher(
+        MemorySchedule(), Optimal(), 0.5, min_interval=10.0, max_interval=10_000.0, clock=clock, refit_every=300.0,
+        quality=quality,  # type: ignore[arg-type]
+        pagerank=PartialPageRank(interval=5, background=False) if quality == "pagerank" else None,
+    )  # fmt: skip
+    linked = [f"http://hub.test/{k}" for k in range(20)]
+    unlinked = [f"http://leaf.test/{k}" for k in range(20)]
+    generators = {url: random.Random(k % 20) for k, url in enumerate(linked + unlinked)}  # pairs change alike
+    changes = {url: 0.0 for url in linked + unlinked}
+    versions = {url: 0 for url in linked + unlinked}
+    refetches = {url: 0 for url in linked + unlinked}
+
+    def fetch(url: str) -> None:
+        while changes[url] + (gap := generators[url].expovariate(1 / 200.0)) <= clock.now:
+            changes[url] += gap
+            versions[url] += 1
+        made.fetched(url, status=200, fingerprint=versions[url], etag=None, last_modified=None, depth=1, links=linked)
+
+    start = clock.now
+    for url in linked + unlinked:
+        fetch(url)
+        clock.now += 0.5
+    for key in changes:
+        changes[key] = start
+    while clock.now < start + 7200.0:
+        clock.now += 1.0
+        for url, _ in made.due(10, lease=600.0):
+            refetches[url] += 1
+            fetch(url)
+    made.close()
+    return sum(refetches[url] for url in linked), sum(refetches[url] for url in unlinked), made
+
+
+def test_pagerank_weights_refresh_the_pages_the_web_links_more_than_equally_changing_ones_it_does_not() -> None:
+    """refresh_weights = "pagerank": the partial PageRank of the links found (policies.PartialPageRank,
+    each page's links taken once however often it is refetched) moves the budget towards the linked
+    pages; unweighted, the two groups, changing alike, share it about evenly."""
+    linked_plain, unlinked_plain, _ = _linked_and_unlinked_pages("none")
+    linked_ranked, unlinked_ranked, ranked = _linked_and_unlinked_pages("pagerank")
+    assert abs(linked_plain - unlinked_plain) < 0.15 * (linked_plain + unlinked_plain), (linked_plain, unlinked_plain)
+    assert linked_ranked > 1.5 * unlinked_ranked, (linked_ranked, unlinked_ranked)
+    assert linked_ranked > linked_plain and unlinked_ranked < unlinked_plain
+    assert ranked.weight("http://hub.test/0") > 2.0 > 1.3 > ranked.weight("http://leaf.test/0") >= 1.0
+    assert ranked.pagerank is not None
+    stats = ranked.pagerank.stats()
+    assert stats["edges"] == 40 * 20 - 20  # each page's links once (less the hubs' links to themselves)
+    assert stats["computations"] > 0
+
+
+def test_a_page_refetched_adds_its_links_to_the_pagerank_graph_once() -> None:
+    from crawlspace.policies.base import Outlink
+    from crawlspace.policies.pagerank import PartialPageRank
+
+    ranks = PartialPageRank(interval=1, background=False)
+    links = [Outlink("http://b.test/"), Outlink("http://c.test/")]
+    assert ranks.observe_once("http://a.test/", links)
+    assert not ranks.observe_once("http://a.test/", links)
+    assert ranks.stats()["edges"] == 2
+    assert ranks.relative_rank("http://b.test/") > ranks.relative_rank("http://a.test/")
+    assert ranks.relative_rank("http://unknown.test/") == pytest.approx(0.15)
+
+
+def test_after_a_resume_the_policy_is_fitted_to_the_pages_refetched_not_to_none() -> None:
+    """A resumed refresher starts with an empty sample; a page enters it at its first fetch of the run
+    (it used to enter only at its first fetch ever, so a crawl with nothing new to find was fitted to
+    the one page being rescheduled)."""
+    schedule = MemorySchedule()
+    clock = Clock()
+    before = Refresher(schedule, Optimal(), 1.0, min_interval=10.0, max_interval=10_000.0, clock=clock)
+    urls = [f"http://a.test/{k}" for k in range(20)]
+    for url in urls:
+        before.fetched(url, status=200, fingerprint=1, etag=None, last_modified=None, depth=0)
+    clock.now += 100.0
+    resumed = Refresher(schedule, Optimal(), 1.0, min_interval=10.0, max_interval=10_000.0, clock=clock)
+    for url in urls:
+        clock.now += 1.0
+        resumed.fetched(url, status=200, fingerprint=2, etag=None, last_modified=None, depth=0)
+    assert set(resumed._sample) == set(urls)
+    resumed.fetched(urls[0], status=200, fingerprint=3, etag=None, last_modified=None, depth=0)
+    assert len(resumed._sample) == len(urls) and resumed._pages_seen == len(urls)  # once per run

@@ -15,6 +15,7 @@ import pytest
 from crawlspace.refresh.policies import freshness
 from crawlspace.simweb import SimWeb, SimWebConfig
 from crawlspace.simweb.changes import DAY, Kind
+from crawlspace.simweb.config import SimWebConfigError
 from crawlspace.simweb.freshness import crawl_freshness
 from crawlspace.simweb.server import LogEntry, SimServer, read_log
 from tests.simweb.test_simweb_server import PORT, path_of, request, run
@@ -243,3 +244,27 @@ def test_the_time_scale_speeds_every_change_up_and_the_cli_starts_the_clock_now(
     assert started.changing and abs(started.change_epoch - time.time()) < 5 and started.time_scale == 60.0
     kept = build_config(None, {"changing": True, "change_epoch": EPOCH}, pick_port=False)
     assert kept.change_epoch == EPOCH
+
+
+def test_a_lagging_mirror_serves_its_original_as_it_was_the_lag_before() -> None:
+    lag = 3600.0
+    web = SimWeb.generate(CONFIG.replace(duplicate_fraction=0.5, mirror_lag=lag))
+    assert web.changes is not None
+    clusters = [urls for urls in web.duplicate_clusters().values() if any("/mirror/" in url for url in urls[1:])]
+    pairs = [(urls[0], url) for urls in clusters for url in urls[1:] if "/mirror/" in url]
+    changing_pairs = [
+        (original, mirror)
+        for original, mirror in pairs
+        if web.changes.kind_and_rate(web.page_of(web.node_of(original) or 0) or 0)[0] == Kind.FAST
+    ]
+    assert changing_pairs
+    behind = lag / CONFIG.time_scale  # real seconds
+    lagging = 0
+    for original, mirror in changing_pairs:
+        for at in (EPOCH + 5000.0, EPOCH + 20000.0, EPOCH + 90000.0):
+            assert web.body(mirror, at) == web.body(original, at - behind)
+            assert web.version_at(mirror, at) == web.version_at(original, at - behind)
+            lagging += web.body(mirror, at) != web.body(original, at)
+    assert lagging > 0  # the original changed within the lag: the mirror shows its old content
+    with pytest.raises(SimWebConfigError, match="mirror_lag"):
+        CONFIG.replace(mirror_lag=-1.0)
