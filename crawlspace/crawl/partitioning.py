@@ -4,8 +4,9 @@ another `--processes` makes of it (a resize: distributed.resize, crawl/repartiti
 The record names the number of partitions, the host assignment (distributed.assignment.ASSIGNMENTS)
 and the URL fingerprints of the crawl's URL sets (urls.fingerprint.UrlFingerprints), which every
 partition shares: a partition created by a resize makes its URL set with the crawl's fingerprints,
-never its own. A resize whose handover phase has not ended is recorded too (`resizing_from`), so a
-crawl killed in the phase resumes the same phase, not a new one.
+never its own. A resize not over is recorded too (`resizing_from`), so a crawl killed in it resumes
+the same phase, not a new one: over once every partition has handed over and every draining one has
+ended, its last URL batches acknowledged (crawl/workers.py).
 
 A directory without the record was made before there was one: N partitions by modulo, FLAT URL
 fingerprints (or one process, its state in DIR itself). Resized, it moves to `host-buckets` (every
@@ -41,7 +42,7 @@ class Partitioning:
     assignment: str = "host-buckets"
     fingerprints: UrlFingerprints = UrlFingerprints.HOST_BUCKET
     epoch: int = 0  # resizes so far
-    resizing_from: int | None = None  # the partitions before a resize whose phase has not ended
+    resizing_from: int | None = None  # the partitions before a resize not over yet
 
     def make_assignment(self) -> Assignment:
         return ASSIGNMENTS[self.assignment](self.partitions)

@@ -182,7 +182,7 @@ class Repartition:
                 self.stats["parts_sent"] += 1
             await self._acknowledgements()
         if not self.handed:
-            self._frontier.take_out(self.plan.leaving)
+            self._resume.copies_taken_out(self._frontier.take_out(self.plan.leaving))
             self._robots_gate.parked = {host for host in self._robots_gate.parked if not self.plan.leaving(host)}
             for peer, number in [key for key, batch in self._router.outbox.unacked.items() if batch.forward]:
                 self._router.acknowledge(peer, number)  # handed over as queued URLs
@@ -227,7 +227,8 @@ class Repartition:
             return []
         finished = self._resume.done
         taken = self._frontier.take_out(lambda host: host in moved and not leaving(host))
-        live = [entry for entry in taken if url_fingerprint(entry.url) not in finished]
+        live = [entry for entry in taken if url_fingerprint(entry.url) not in finished]  # the others: forwarded
+        self._resume.copies_taken_out(taken)
         self._resume.resize_unconfirmed.extend((entry.url, entry.depth, entry.hops) for entry in live)
         return live
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from crawlspace.crawl.checkpoint import CrawlState
@@ -21,6 +22,7 @@ from crawlspace.crawl.links import LinkPipeline
 from crawlspace.crawl.robotsgate import RobotsGate
 from crawlspace.crawl.telemetry import CrawlStats
 from crawlspace.distributed.router import PartitionRouter
+from crawlspace.frontier.entry import FrontierEntry
 from crawlspace.urls import url_fingerprint
 from crawlspace.urls.filter import UrlFilter
 
@@ -102,6 +104,14 @@ class ResumeState:
 
     def _replay_done(self, url: str) -> None:
         self.done.add(url_fingerprint(url))
+
+    def copies_taken_out(self, entries: Iterable[FrontierEntry]) -> None:
+        """Queued URLs left the frontier without being handed out (a resize's handover took their
+        hosts out): their `done` marks go too. A mark stands for the one stale copy the restored
+        frontier holds; left behind, it would drop the next copy of that URL queued here unfetched,
+        and that copy is a live one (handed back by the partition the URL was handed to, say)."""
+        if self.done:
+            self.done.difference_update(url_fingerprint(entry.url) for entry in entries)
 
     def finished_before_crash(self, url: str) -> bool:
         """Was `url` fetched after the checkpoint this run resumed from? (Then it is dropped, once.)"""

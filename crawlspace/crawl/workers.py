@@ -15,8 +15,9 @@ progress display and `Crawler.stats`, and their last ones into DIR/stats.json at
 budget (`max_pages`) is one shared counter (distributed.budget). Resuming restarts the same N
 workers, each from its own checkpoint and journal; their unacknowledged batches are sent again.
 Resuming with another number M (crawl.partitioning) starts max(N, M) workers for a handover phase
-first (distributed.resize, crawl/repartition.py): the coordinator waits until each has said `handed`,
-records the resize as done, and lets the crawl begin (`resized`); workers M and up then end.
+first (distributed.resize, crawl/repartition.py): the coordinator waits until each has said `handed`
+and lets the crawl begin (`resized`); workers M and up then send their last URL batches and end
+(`drained`), and only then is the resize recorded as done.
 Per-IP politeness holds within a partition: hosts on one address are handed to the partition
 owning the address (see docs/architecture.md).
 """
@@ -386,7 +387,7 @@ class ParallelCrawl:
                     published = time.monotonic()
                 answers = {k: a for k, a in probes.pop(round_number, {}).items() if k not in self._drained}
                 expected = len(channels) - len(self._drained)
-                if self._stop_reason is None and len(answers) == expected and self.partitioning.resize is None:
+                if self._stop_reason is None and len(answers) == expected and self._handed_over:
                     if crawl_over(previous, answers, expected):
                         self._stop_all("frontier-empty")
                     previous = answers if settled(answers) else None
@@ -421,17 +422,37 @@ class ParallelCrawl:
                 self._ended.add(index)
                 if str(message[2]) == "drained":  # a partition leaving in a resize, all handed over
                     self._drained.add(index)
+                    self._record_resize_when_over()
                 elif self._stop_reason is None:  # it stopped by itself: the others follow, for the same reason
                     self._stop_all(str(message[2]))
                 return  # its last message
             elif message[0] == "handed":
                 self._handed.add(index)
-                if len(self._handed) == len(self._channels) and self.partitioning.resize is not None:
-                    self.partitioning = self.partitioning.resized()
-                    layout.write(self.crawl_dir, self.partitioning)  # the phase is over, for good
-                    self._broadcast(["resized"])
+                if self._handed_over and self.partitioning.resize is not None:
+                    self._broadcast(["resized"])  # the crawl begins under the new assignment
+                    self._record_resize_when_over()
             elif message[0] == "ready":
                 self._ready.add(index)
+
+    @property
+    def _handed_over(self) -> bool:
+        """No resize, or every partition has handed over: the crawl runs under the new assignment."""
+        return self.partitioning.resize is None or len(self._handed) == len(self._channels)
+
+    def _record_resize_when_over(self) -> None:
+        """partitions.json calls the resize over once every partition has handed over and every
+        draining one has ended `drained`. A draining partition sends the old assignment's
+        unacknowledged URL batches to their new owners only after the barrier, and until they are
+        acknowledged its directory alone holds those URLs: a resume after the resize starts only the
+        new count of partitions and never opens it again. A resume before then repeats the phase, which
+        the partitions that handed over pass at once, and the draining one sends them again."""
+        resize = self.partitioning.resize
+        if resize is None or not self._handed_over:
+            return
+        if any(resize.draining(index) and index not in self._drained for index in range(len(self._channels))):
+            return
+        self.partitioning = self.partitioning.resized()
+        layout.write(self.crawl_dir, self.partitioning)  # the resize is over, for good
 
     def _interrupt(self) -> None:
         if self._stop_reason == "interrupted":
