@@ -66,6 +66,16 @@ def first_run(served: RunningServer, out: Path, config: Path, processes: int = 2
     )  # fmt: skip
 
 
+def wait_for_start(out: Path, process: subprocess.Popen[str], timeout: float = 60.0) -> None:
+    """Until the crawl has written config.json: the tests' kills and signals must fall on a crawl, and a
+    loaded machine can take longer to import and start than their delays (one before config.json leaves
+    nothing to resume, and `--resume` rightly says so)."""
+    deadline = time.monotonic() + timeout
+    while not (out / "config.json").exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (out / "config.json").exists(), "the crawl did not start"
+
+
 def state_directory(out: Path) -> Path:
     """Where a crawl keeps its frontier and journal: the first partition's when there are several."""
     return out / "workers" / "0" if (out / "workers").is_dir() else out
@@ -103,11 +113,7 @@ def test_kill_nine_at_random_moments_loses_nothing(
     config = write_config(tmp_path, checkpoint_interval=0.7)
     rng = random.Random(9)
     process = first_run(served, out, config, processes)
-    # the kills fall on a crawl: one before config.json is written (a loaded machine can take longer
-    # than the first kill's delay to import and start) leaves nothing to resume, and `--resume` says so
-    deadline = time.monotonic() + 60
-    while not (out / "config.json").exists() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for_start(out, process)
     kills = 0
     for _ in range(12):
         time.sleep(rng.uniform(0.8, 1.6))
@@ -154,6 +160,7 @@ def test_sigterm_then_resume_fetches_nothing_twice(web: SimWeb, served: RunningS
     out = tmp_path / "crawl"
     config = write_config(tmp_path, checkpoint_interval=30.0)  # only the graceful stop checkpoints
     process = first_run(served, out, config)
+    wait_for_start(out, process)
     time.sleep(2.0)
     assert process.poll() is None, "the crawl ended before it could be interrupted"
     process.send_signal(signal.SIGTERM)
@@ -215,6 +222,7 @@ def test_damaged_journal_is_named(served: RunningServer, tmp_path: Path) -> None
     out = tmp_path / "crawl"
     config = write_config(tmp_path, checkpoint_interval=1000.0)
     process = first_run(served, out, config)
+    wait_for_start(out, process)
     time.sleep(1.5)
     crash(process)
     journals = sorted((state_directory(out) / "journal").glob("journal-*.log"))
@@ -430,6 +438,7 @@ def test_robots_txt_fetched_before_a_kill_is_not_fetched_again(
     process = first_run(served, out, config, processes)
     kills: list[float] = []
     for _ in range(3):
+        wait_for_start(out, process)
         time.sleep(1.5)
         if process.poll() is not None:
             break
