@@ -139,7 +139,7 @@ def search_command(
         counters = result.counters
         click.echo(
             f"postings scored: {counters.postings_scored} of {counters.postings_total};"
-            f" windows skipped: {counters.windows_skipped} of {counters.windows};"
+            f" blocks decoded: {counters.blocks_decoded} of {counters.blocks_total};"
             f" tiers searched: {result.tiers_searched} of {result.tiers}",
             err=True,
         )

@@ -527,6 +527,20 @@ class Segment:
             at += count
         return out
 
+    def block_codes(self) -> tuple[npt.NDArray[Any], ...]:
+        """The postings streams and the block table as stored (what `topk.top_k` decodes in place):
+        doc codes and their block ends, frequency codes and theirs, the sparse title/anchor codes
+        and theirs, and each block's last doc id."""
+        return (
+            self._doc_codes,
+            self._doc_end,
+            self._freq_codes,
+            self._freq_end,
+            self._sparse_freq_codes,
+            self._sparse_freq_end,
+            self.block_last_doc,
+        )
+
     def all_postings(self, low: int, high: int) -> tuple[I64Array, npt.NDArray[np.int64], I64Array]:
         """Blocks [low, high) across terms decoded at once: (docs, freqs, block of each posting).
         What a pass over the whole segment (bounds, statistics) uses, a chunk of blocks at a time."""

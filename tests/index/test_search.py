@@ -130,7 +130,10 @@ def test_pruning_skips_postings_of_a_disjunctive_query(tmp_path: Path) -> None:
     writer = SegmentWriter()
     writer.extend(documents)
     with Segment(writer.write(tmp_path / "big.seg")) as segment:
-        searcher = SegmentSearcher(segment, BM25F(CollectionStats.from_segments([segment])), window=1024)
+        searcher = SegmentSearcher(
+            segment,
+            BM25F(CollectionStats.from_segments([segment])),
+        )
         for query, share in (("w0 OR w1 OR w250", 0.5), ("w2 OR w3", 0.8)):
             pruned = searcher.search(query, 10)
             exhaustive = searcher.search(query, 10, prune=False)
@@ -159,7 +162,7 @@ def test_pruning_never_changes_the_top_k(
         scorer = BM25F(
             CollectionStats.from_segments([segment]), Bm25fParams(weights=(3.0, 1.0, 0.5), prior_weight=prior_weight)
         )
-        searcher = SegmentSearcher(segment, scorer, window=window)
+        searcher = SegmentSearcher(segment, scorer)
         query = (" OR " if disjunctive else " ").join(terms)
         pruned = searcher.search(query, k)
         exhaustive = searcher.search(query, k, prune=False)
