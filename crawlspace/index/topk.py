@@ -39,8 +39,6 @@ import numpy as np
 
 from crawlspace.graph._jit import jit
 
-__all__ = ["BAD_BLOCK", "OK", "top_k"]
-
 OK = 0
 BAD_BLOCK = 1
 
@@ -50,8 +48,9 @@ _BLOCK = 128
 
 
 @jit
-def _varints(codes, start, stop, count, out):
-    """Decodes `count` LEB128 values of codes[start:stop] into out; False unless they fill it exactly."""
+def _varints(codes, start, stop, count, out, row, offset):
+    """Decodes `count` LEB128 values of codes[start:stop] into out[row, offset:]; False unless they
+    fill it exactly (a row and offset, not a view: a view costs reference counting in the loop)."""
     at = start
     for n in range(count):
         value = np.int64(0)
@@ -65,7 +64,7 @@ def _varints(codes, start, stop, count, out):
             if byte < 0x80:
                 break
             shift += 7
-        out[n] = value
+        out[row, offset + n] = value
     return at == stop
 
 
@@ -74,7 +73,7 @@ def _load(t, block, first, df, doc_codes, doc_end, block_last_doc, ndocs, docs, 
     """Decodes block `block` of term t (whose blocks start at `first`) into docs[t]."""
     count = _BLOCK if block < first + (df + _BLOCK - 1) // _BLOCK - 1 else df - (block - first) * _BLOCK
     start = np.int64(doc_end[block - 1]) if block > 0 else np.int64(0)
-    if count <= 0 or count > _BLOCK or not _varints(doc_codes, start, np.int64(doc_end[block]), count, docs[t]):
+    if count <= 0 or count > _BLOCK or not _varints(doc_codes, start, np.int64(doc_end[block]), count, docs, t, 0):
         return False
     previous = np.int64(-1) if block == first else np.int64(block_last_doc[block - 1])
     for i in range(count):
@@ -88,32 +87,33 @@ def _load(t, block, first, df, doc_codes, doc_end, block_last_doc, ndocs, docs, 
 
 @jit
 def _load_freqs(t, block, count, freq_codes, freq_end, sparse_codes, sparse_end, freqs, scratch):
-    """Decodes the frequencies per field (title, text, anchor) of block `block` into freqs[t]."""
+    """Decodes the frequencies per field (title, text, anchor) of block `block` into freqs[t]: a
+    code per posting (text frequency << 2 | title present << 1 | anchor present), then the title
+    and anchor frequencies present, in posting order."""
     start = np.int64(freq_end[block - 1]) if block > 0 else np.int64(0)
-    if not _varints(freq_codes, start, np.int64(freq_end[block]), count, scratch):
+    if not _varints(freq_codes, start, np.int64(freq_end[block]), count, scratch, 0, 0):
         return False
     at = np.int64(sparse_end[block - 1]) if block > 0 else np.int64(0)
     stop = np.int64(sparse_end[block])
+    sparse = 0
     for i in range(count):
-        main = scratch[i]
+        sparse += (scratch[0, i] >> 1) & 1
+        sparse += scratch[0, i] & 1
+    if not _varints(sparse_codes, at, stop, sparse, scratch, 0, count):
+        return False
+    taken = count
+    for i in range(count):
+        main = scratch[0, i]
         freqs[t, i, 1] = main >> 2
         freqs[t, i, 0] = 0
         freqs[t, i, 2] = 0
-        for field, flag in ((0, 2), (2, 1)):
-            if main & flag:
-                value = np.int64(0)
-                shift = 0
-                while True:
-                    if at >= stop or shift > 56:
-                        return False
-                    byte = np.int64(sparse_codes[at])
-                    at += 1
-                    value |= (byte & 0x7F) << shift
-                    if byte < 0x80:
-                        break
-                    shift += 7
-                freqs[t, i, field] = value
-    return at == stop
+        if main & 2:
+            freqs[t, i, 0] = scratch[0, taken]
+            taken += 1
+        if main & 1:
+            freqs[t, i, 2] = scratch[0, taken]
+            taken += 1
+    return True
 
 
 @jit
@@ -143,16 +143,6 @@ def _advance(
     position[t] = p
     current[t] = docs[t, p]
     return loaded
-
-
-@jit
-def _term_score(t, d, idf, k1, weights, norms, freqs, position):
-    """Term t's BM25F score in document d, its cursor on d's posting (as `scoring.BM25F.scores`)."""
-    tfn = 0.0
-    for f in range(norms.shape[1]):
-        if weights[f] != 0.0:
-            tfn += weights[f] * (freqs[t, position[t], f] / norms[d, f])
-    return idf[t] * (tfn / (tfn + k1))
 
 
 @jit
@@ -199,7 +189,7 @@ def top_k(
 
     docs = np.empty((terms, _BLOCK), np.int64)
     freqs = np.empty((terms, _BLOCK, fields), np.int64)
-    scratch = np.empty(_BLOCK, np.int64)
+    scratch = np.empty((1, 3 * _BLOCK), np.int64)  # a block's codes, then its sparse values
     counts = np.zeros(terms, np.int64)
     block = first.copy()
     freqs_of = np.full(terms, -1, np.int64)  # the block whose frequencies freqs[t] holds
@@ -269,10 +259,18 @@ def top_k(
             for t in range(terms):
                 if t == lead:
                     continue
-                moved = _advance(
-                    t, d, first, end, df, doc_codes, doc_end, block_last_doc, ndocs, docs, counts, block, position,
-                    current,
-                )  # fmt: skip
+                moved = 0
+                if current[t] < d and np.int64(block_last_doc[block[t]]) >= d:  # within its block
+                    p = position[t]
+                    while docs[t, p] < d:
+                        p += 1
+                    position[t] = p
+                    current[t] = docs[t, p]
+                elif current[t] < d:
+                    moved = _advance(
+                        t, d, first, end, df, doc_codes, doc_end, block_last_doc, ndocs, docs, counts, block, position,
+                        current,
+                    )  # fmt: skip
                 if moved < 0:
                     return out_docs[:0], out_scores[:0], scored, decoded, BAD_BLOCK
                 decoded += moved
@@ -295,7 +293,11 @@ def top_k(
                         ):
                             return out_docs[:0], out_scores[:0], scored, decoded, BAD_BLOCK
                         freqs_of[t] = block[t]
-                    term_score[t] = _term_score(t, d, idf, k1, weights, norms, freqs, position)
+                    tfn = 0.0  # as scoring.BM25F.tfn and .saturate: the same operations in the same order
+                    for f in range(fields):
+                        if weights[f] != 0.0:
+                            tfn += weights[f] * (freqs[t, position[t], f] / norms[d, f])
+                    term_score[t] = idf[t] * (tfn / (tfn + k1))
                     partial += term_score[t]
                     scored += 1
             if not conjunctive:
@@ -304,10 +306,18 @@ def top_k(
                         candidate = False
                         break
                     t = order[i]
-                    moved = _advance(
-                        t, d, first, end, df, doc_codes, doc_end, block_last_doc, ndocs, docs, counts, block,
-                        position, current,
-                    )  # fmt: skip
+                    moved = 0
+                    if current[t] < d and np.int64(block_last_doc[block[t]]) >= d:  # within its block
+                        p = position[t]
+                        while docs[t, p] < d:
+                            p += 1
+                        position[t] = p
+                        current[t] = docs[t, p]
+                    elif current[t] < d:
+                        moved = _advance(
+                            t, d, first, end, df, doc_codes, doc_end, block_last_doc, ndocs, docs, counts, block,
+                            position, current,
+                        )  # fmt: skip
                     if moved < 0:
                         return out_docs[:0], out_scores[:0], scored, decoded, BAD_BLOCK
                     decoded += moved
@@ -318,7 +328,11 @@ def top_k(
                             ):
                                 return out_docs[:0], out_scores[:0], scored, decoded, BAD_BLOCK
                             freqs_of[t] = block[t]
-                        term_score[t] = _term_score(t, d, idf, k1, weights, norms, freqs, position)
+                        tfn = 0.0  # as scoring.BM25F.tfn and .saturate: the same operations in the same order
+                        for f in range(fields):
+                            if weights[f] != 0.0:
+                                tfn += weights[f] * (freqs[t, position[t], f] / norms[d, f])
+                        term_score[t] = idf[t] * (tfn / (tfn + k1))
                         partial += term_score[t]
                         scored += 1
         if candidate:
@@ -365,10 +379,18 @@ def top_k(
             t = i if conjunctive else order[i]
             if not conjunctive and i < essential:
                 continue
-            moved = _advance(
-                t, target, first, end, df, doc_codes, doc_end, block_last_doc, ndocs, docs, counts, block, position,
-                current,
-            )  # fmt: skip
+            moved = 0
+            if current[t] < target and np.int64(block_last_doc[block[t]]) >= target:  # within its block
+                p = position[t]
+                while docs[t, p] < target:
+                    p += 1
+                position[t] = p
+                current[t] = docs[t, p]
+            elif current[t] < target:
+                moved = _advance(
+                    t, target, first, end, df, doc_codes, doc_end, block_last_doc, ndocs, docs, counts, block, position,
+                    current,
+                )  # fmt: skip
             if moved < 0:
                 return out_docs[:0], out_scores[:0], scored, decoded, BAD_BLOCK
             decoded += moved
