@@ -490,6 +490,14 @@ def _job_directory(directory: Path) -> Path:
     "--only", help="Comma-separated jobs to run (dedup, near, graph, pagerank, connectivity, index); default: all."
 )
 @click.option("--shards", type=click.IntRange(1, 4096), default=4, show_default=True, help="Shards of the index job.")
+@click.option(
+    "--tier-cutoff",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="Index tier 1: pages of PageRank at least this many times the average, the rest in tier 2 (default: one).",
+)
+@click.option("--rebuild-index", is_flag=True, help="The index job writes every page again (no incremental update).")
+@click.option("--merge-index", is_flag=True, help="The index job merges each shard's segments as far as it can.")
 @click.option("--out", type=click.Path(path_type=Path), help="Where jobs/ is written (default: the first directory).")
 @click.option("--partitions", type=click.IntRange(1, 100_000), default=None, help="Key ranges of the crawl table.")
 @click.option("--damping", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.85, show_default=True)
@@ -511,6 +519,9 @@ def jobs_command(
     seed_urls: tuple[str, ...],
     representative: str,
     shards: int,
+    tier_cutoff: float | None,
+    rebuild_index: bool,
+    merge_index: bool,
 ) -> None:
     """Batch jobs over the crawl in DIRECTORIES (one crawl, or its nodes' directories): exact and
     near-duplicate clusters, the link graph, PageRank, the search index; outputs in DIR/jobs/<name>/."""
@@ -531,7 +542,7 @@ def jobs_command(
             options={
                 "pagerank": {"damping": damping, "seeds": seeds},
                 "dedup": {"representative": representative},
-                "index": {"shards": shards},
+                "index": {"shards": shards, "tier_cutoff": tier_cutoff, "rebuild": rebuild_index, "merge": merge_index},
             },
             progress=lambda line: click.echo(f"crawlspace: {line}", err=True),
         )

@@ -41,6 +41,9 @@ def _crawl_directory(directory: Path) -> Path:
     help="Tier 1: pages of PageRank at least this many times the average, the rest in tier 2 (default: one tier).",
 )
 @click.option("--rebuild", is_flag=True, help="Write every page again instead of adding segments to the last index.")
+@click.option(
+    "--merge", is_flag=True, help="Merge each shard's segments into as few as hold its pages, dropping masked ones."
+)
 def index_command(
     directories: tuple[Path, ...],
     shards: int,
@@ -49,9 +52,11 @@ def index_command(
     partitions: int | None,
     tier_cutoff: float | None,
     rebuild: bool,
+    merge: bool,
 ) -> None:
     """Build the search index of the crawl in DIRECTORIES (DIR/jobs/index), or update it: pages new or
-    changed since the last run go into new segments, their old copies and pages gone are masked."""
+    changed since the last run go into new segments, their old copies and pages gone are masked, and
+    segments are merged by size (Lucene's tiered policy); --merge merges all it can."""
     from crawlspace.jobs import JobError, JobOutputError, run
     from crawlspace.store import CrawlTableError
 
@@ -64,7 +69,7 @@ def index_command(
             scheduler=scheduler,
             out=out,
             partitions=partitions or 0,
-            options={"index": {"shards": shards, "tier_cutoff": tier_cutoff, "rebuild": rebuild}},
+            options={"index": {"shards": shards, "tier_cutoff": tier_cutoff, "rebuild": rebuild, "merge": merge}},
             progress=lambda line: click.echo(f"crawlspace: {line}", err=True),
         )
     except (JobError, JobOutputError, CrawlTableError, ValueError, OSError) as exc:

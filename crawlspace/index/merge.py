@@ -37,7 +37,7 @@ from crawlspace.index.docvalues import DocValues, live_name
 from crawlspace.index.layout import SegmentEntry, segment_name
 from crawlspace.index.segment import FIELDS, Segment, SegmentFormatError, SegmentWriter
 
-__all__ = ["MergePolicy", "merge_index", "merge_segments"]
+__all__ = ["MergePolicy", "MergeReport", "merge_index", "merge_segments"]
 
 I64Array = npt.NDArray[np.int64]
 
@@ -163,7 +163,8 @@ def _occurrences(
         empty = np.zeros(0, dtype=np.int64)
         return vocabulary, (empty, empty, empty, empty)
     docs, freqs, block_of = segment.all_postings(0, segment.block_count)
-    blocks_of_term: I64Array = np.diff(segment.term_first_block.astype(np.int64))
+    first_block = segment.term_first_block.astype(np.int64)
+    blocks_of_term = first_block[1:] - first_block[:-1]
     term_of_block = np.repeat(np.arange(segment.term_count), blocks_of_term)
     posting_term = term_of_block[block_of]
     counts = freqs.ravel()  # posting-major, field-minor: the order of the position stream
@@ -187,6 +188,16 @@ def _occurrences(
     return vocabulary, (term, doc, field, position)
 
 
+@dataclass(frozen=True, slots=True)
+class MergeReport:
+    entries: list[SegmentEntry]
+    """The index's segments after the merges: those left alone, then the merged ones."""
+    dropped: list[SegmentEntry]
+    """The segments merged away (their files are the caller's to remove)."""
+    reclaimed: int
+    """Masked documents the merges dropped."""
+
+
 def merge_index(
     root: Path,
     entries: Sequence[SegmentEntry],
@@ -194,16 +205,16 @@ def merge_index(
     policy: MergePolicy | None = None,
     *,
     force: bool = False,
-) -> tuple[list[SegmentEntry], int]:
-    """The entries after merging what `policy` picks in each shard and tier, merged segments written
-    under `root` as `generation`'s; and how many segments were merged away. The entries merged are
-    left out (their files are the caller's to remove)."""
+) -> MergeReport:
+    """Merges what `policy` picks in each shard and tier of `entries` (`force`: everything it can),
+    the merged segments written under `root` as `generation`'s."""
     policy = policy or MergePolicy()
-    out: list[SegmentEntry] = []
-    merged_away = 0
-    places = sorted({(entry.shard, entry.tier) for entry in entries})
+    kept: list[SegmentEntry] = []
+    merged: list[SegmentEntry] = []
+    dropped: list[SegmentEntry] = []
+    reclaimed = 0
     taken = {entry.name for entry in entries}
-    for shard, tier in places:
+    for shard, tier in sorted({(entry.shard, entry.tier) for entry in entries}):
         members = [entry for entry in entries if (entry.shard, entry.tier) == (shard, tier)]
         opened = [Segment(root / entry.name) for entry in members]
         try:
@@ -213,7 +224,9 @@ def merge_index(
             ]
             plan = policy.plan([(v.live, s.docs) for v, s in zip(values, opened, strict=True)], force=force)
             grouped = {i for group in plan for i in group}
-            out += [entry for i, entry in enumerate(members) if i not in grouped]
+            kept += [entry for i, entry in enumerate(members) if i not in grouped]
+            dropped += [entry for i, entry in enumerate(members) if i in grouped]
+            reclaimed += sum(opened[i].docs - values[i].live for i in grouped)
             number = 0
             for group in plan:
                 while (name := segment_name(shard, number, generation=generation, tier=tier)) in taken:
@@ -221,9 +234,8 @@ def merge_index(
                 taken.add(name)
                 entry, _ = merge_segments([(opened[i], values[i]) for i in group], root, name, generation)
                 if entry is not None:
-                    out.append(SegmentEntry(entry.name, shard, tier, entry.live))
-                merged_away += len(group) - (entry is not None)
+                    merged.append(SegmentEntry(entry.name, shard, tier, entry.live))
         finally:
             for segment in opened:
                 segment.close()
-    return out, merged_away
+    return MergeReport(kept + merged, dropped, reclaimed)
