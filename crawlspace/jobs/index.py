@@ -306,8 +306,9 @@ def run(
     written = [entry for task in ctx.compute(*tasks) for entry in task] if tasks else []
 
     entries: list[SegmentEntry] = []
+    dropped_whole = 0
     if previous is not None:
-        entries = _carry_over(previous, pending.path, generation, kept, masked)
+        entries, dropped_whole = _carry_over(previous, pending.path, generation, kept, masked)
     entries += [SegmentEntry(e["name"], e["shard"], e["tier"], e["live"]) for e in written]
     merged: MergeReport | None = None
     if previous is not None or merge:
@@ -340,7 +341,7 @@ def run(
         "masked": len(masked),
         "masked_on_disk": masked_on_disk,
         "merged_segments": len(merged.dropped) if merged else 0,
-        "reclaimed": merged.reclaimed if merged else 0,
+        "reclaimed": dropped_whole + (merged.reclaimed if merged else 0),
         "tier_cutoff": tier_cutoff,
         "tier_prior": tier_prior,
         "tiers": {str(tier): count for tier, count in sorted(live.items())},
@@ -349,10 +350,12 @@ def run(
 
 def _carry_over(
     previous: _Previous, root: Path, generation: int, kept: pd.DataFrame, masked: pd.DataFrame
-) -> list[SegmentEntry]:
+) -> tuple[list[SegmentEntry], int]:
     """The previous segments that still hold a live document, linked into the new output (never
-    copied: segments are immutable), each with this generation's document values."""
+    copied: segments are immutable), each with this generation's document values; and how many
+    documents the segments left out (all masked) held."""
     entries: list[SegmentEntry] = []
+    dropped = 0
     kept_by_entry = {int(n): g for n, g in kept.groupby("entry")} if len(kept) else {}
     masked_by_entry = {int(n): g for n, g in masked.groupby("entry")} if len(masked) else {}
     for number, entry in enumerate(previous.manifest.segments):
@@ -367,6 +370,7 @@ def _carry_over(
             prior[docs] = rows["prior"].to_numpy(dtype=np.float32)
             group[docs] = rows["group_key"].to_numpy(dtype=np.uint64)
         if deleted.all() and deleted.size:
+            dropped += int(deleted.size)
             continue  # nothing of it is live: left out
         target = root / entry.name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -375,7 +379,7 @@ def _carry_over(
         with Segment(target) as segment:
             DocValues(deleted, prior, group, old.key).write(root / live, segment)
         entries.append(SegmentEntry(entry.name, entry.shard, entry.tier, live))
-    return entries
+    return entries, dropped
 
 
 def _link(source: Path, target: Path) -> None:
