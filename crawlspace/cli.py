@@ -23,6 +23,7 @@ from crawlspace.api import (
 )
 from crawlspace.cliutil import fail, open_reader
 from crawlspace.config import POLICY_NAMES, REFRESH_POLICY_NAMES, ConfigError, CrawlConfig, reference_markdown
+from crawlspace.index.cli import tier_cutoff_option
 
 
 def _parse_resolve(values: tuple[str, ...]) -> dict[str, str]:
@@ -490,12 +491,7 @@ def _job_directory(directory: Path) -> Path:
     "--only", help="Comma-separated jobs to run (dedup, near, graph, pagerank, connectivity, index); default: all."
 )
 @click.option("--shards", type=click.IntRange(1, 4096), default=4, show_default=True, help="Shards of the index job.")
-@click.option(
-    "--tier-cutoff",
-    type=click.FloatRange(0, min_open=True),
-    default=None,
-    help="Index tier 1: pages of PageRank at least this many times the average, the rest in tier 2 (default: one).",
-)
+@tier_cutoff_option
 @click.option("--rebuild-index", is_flag=True, help="The index job writes every page again (no incremental update).")
 @click.option("--merge-index", is_flag=True, help="The index job merges each shard's segments as far as it can.")
 @click.option("--out", type=click.Path(path_type=Path), help="Where jobs/ is written (default: the first directory).")

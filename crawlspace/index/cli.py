@@ -14,7 +14,15 @@ import click
 
 from crawlspace.cliutil import fail, open_reader
 
-__all__ = ["index_command", "search_command"]
+__all__ = ["index_command", "search_command", "tier_cutoff_option"]
+
+tier_cutoff_option = click.option(
+    "--tier-cutoff",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="Tier 1: pages of PageRank at least this many times the average, the rest in tier 2 (default: one tier).",
+)
+"""Shared with `crawlspace jobs`, which runs the index job too."""
 
 
 def _crawl_directory(directory: Path) -> Path:
@@ -34,12 +42,7 @@ def _crawl_directory(directory: Path) -> Path:
 )
 @click.option("--out", type=click.Path(path_type=Path), help="Where jobs/ is written (default: the first directory).")
 @click.option("--partitions", type=click.IntRange(1, 100_000), default=None, help="Key ranges of the crawl table.")
-@click.option(
-    "--tier-cutoff",
-    type=click.FloatRange(0, min_open=True),
-    default=None,
-    help="Tier 1: pages of PageRank at least this many times the average, the rest in tier 2 (default: one tier).",
-)
+@tier_cutoff_option
 @click.option("--rebuild", is_flag=True, help="Write every page again instead of adding segments to the last index.")
 @click.option(
     "--merge", is_flag=True, help="Merge each shard's segments into as few as hold its pages, dropping masked ones."

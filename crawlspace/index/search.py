@@ -30,7 +30,6 @@ from crawlspace.index.docvalues import DocValues
 from crawlspace.index.query import Query, parse_query
 from crawlspace.index.scoring import BM25F
 from crawlspace.index.segment import Segment, SegmentFormatError
-from crawlspace.index.topk import OK, top_k
 
 __all__ = [
     "Explanation",
@@ -247,6 +246,8 @@ class SegmentSearcher:
         k: int,
         counters: SearchCounters,
     ) -> tuple[I64Array, F64Array]:
+        from crawlspace.index.topk import OK, top_k  # numba: loaded by the first search, not by every command
+
         codes = self.segment.block_codes()
         docs, scores, scored, decoded, status = top_k(
             *codes,
