@@ -62,14 +62,16 @@ def tantivy_length(lengths: np.ndarray) -> np.ndarray:
 
 
 def agrees_up_to_ties(ours: list[tuple[int, float]], top: list[tuple[int, float]], tolerance: float) -> bool:
-    """The same scores rank by rank (crawlspace's times 2.2, to `tolerance` relative) and the same documents
-    but for the order of equal scores and which of the documents tied at the 10th score made the list."""
+    """The same scores rank by rank (crawlspace's times 2.2, to `tolerance` x max(1, score): tantivy computes
+    in f32, whose ln(1 + x) for the idf of a word in most pages, x ~ 1e-4, keeps only 3-4 digits of a score
+    that small) and the same documents but for the order of equal scores and which of the documents tied at
+    the 10th score made the list."""
     if len(ours) != len(top):
         return False
-    if any(abs(2.2 * a - b) > tolerance * max(abs(b), 1e-300) for (_, a), (_, b) in zip(ours, top, strict=True)):
+    if any(abs(2.2 * a - b) > tolerance * max(abs(b), 1.0) for (_, a), (_, b) in zip(ours, top, strict=True)):
         return False
     last = top[-1][1] if top else 0.0
-    tied = {d for d, s in ours + [(d, s / 2.2) for d, s in top] if abs(2.2 * s - last) <= tolerance * abs(last)}
+    tied = {d for d, s in ours + [(d, s / 2.2) for d, s in top] if abs(2.2 * s - last) <= tolerance * max(last, 1.0)}
     return {d for d, _ in ours} - tied == {d for d, _ in top} - tied
 
 
