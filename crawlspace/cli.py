@@ -30,6 +30,7 @@ from crawlspace.config import (
     CrawlConfig,
     reference_markdown,
 )
+from crawlspace.index.cli import tier_cutoff_option
 
 
 def _parse_resolve(values: tuple[str, ...]) -> dict[str, str]:
@@ -497,6 +498,9 @@ def _job_directory(directory: Path) -> Path:
     "--only", help="Comma-separated jobs to run (dedup, near, graph, pagerank, connectivity, index); default: all."
 )
 @click.option("--shards", type=click.IntRange(1, 4096), default=4, show_default=True, help="Shards of the index job.")
+@tier_cutoff_option
+@click.option("--rebuild-index", is_flag=True, help="The index job writes every page again (no incremental update).")
+@click.option("--merge-index", is_flag=True, help="The index job merges each shard's segments as far as it can.")
 @click.option("--out", type=click.Path(path_type=Path), help="Where jobs/ is written (default: the first directory).")
 @click.option("--partitions", type=click.IntRange(1, 100_000), default=None, help="Key ranges of the crawl table.")
 @click.option("--damping", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.85, show_default=True)
@@ -518,6 +522,9 @@ def jobs_command(
     seed_urls: tuple[str, ...],
     representative: str,
     shards: int,
+    tier_cutoff: float | None,
+    rebuild_index: bool,
+    merge_index: bool,
 ) -> None:
     """Batch jobs over the crawl in DIRECTORIES (one crawl, or its nodes' directories): exact and
     near-duplicate clusters, the link graph, PageRank, the search index; outputs in DIR/jobs/<name>/."""
@@ -538,7 +545,7 @@ def jobs_command(
             options={
                 "pagerank": {"damping": damping, "seeds": seeds},
                 "dedup": {"representative": representative},
-                "index": {"shards": shards},
+                "index": {"shards": shards, "tier_cutoff": tier_cutoff, "rebuild": rebuild_index, "merge": merge_index},
             },
             progress=lambda line: click.echo(f"crawlspace: {line}", err=True),
         )

@@ -2,7 +2,8 @@
 
 Who writes it: the index job (`crawlspace index`, crawlspace.jobs.index: a map-reduce on Dask that on
 a crawl that went on writes only new and changed pages, as new segments, and masks the old copies in
-each segment's document values, `docvalues`) or `layout.build_index` in one process (tests,
+each segment's document values, `docvalues`, then merges segments by `merge`'s policy) or
+`layout.build_index` in one process (tests,
 benchmarks). Pages come from `CrawlReader` as `IndexDocument`s
 (URL, title, text, the anchor text of the links to the page, a PageRank prior); `segment.analyze`
 cuts each field into terms with `tokens.tokenize` (the map side), a `SegmentWriter` per shard turns
@@ -13,8 +14,8 @@ statistics written beside the shards. A page's shard is a hash of its URL (`layo
 Who reads it: `layout.Index` maps every segment, scores with `scoring.BM25F` over the global
 statistics (plus a PageRank prior when its weight is set), and runs a query (`query.parse_query`)
 tier by tier (tier 2, the pages below the PageRank cutoff, only when tier 1 gives fewer than k) on
-the tier's segments in threads, each with block-max MaxScore (`search.SegmentSearcher`, its block
-bounds from `bounds`), then merges their top k; `Index.explain` breaks a result's score into its
+the tier's segments in threads, each with a compiled block-max MaxScore kernel (`search.SegmentSearcher`
+and `topk`, its block bounds from `bounds`), then merges their top k; `Index.explain` breaks a result's score into its
 parts, `snippets.make_snippet` finds the passage to show. `crawlspace search` is the command line.
 
 Invariants:

@@ -14,7 +14,15 @@ import click
 
 from crawlspace.cliutil import fail, open_reader
 
-__all__ = ["index_command", "search_command"]
+__all__ = ["index_command", "search_command", "tier_cutoff_option"]
+
+tier_cutoff_option = click.option(
+    "--tier-cutoff",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="Tier 1: pages of PageRank at least this many times the average, the rest in tier 2 (default: one tier).",
+)
+"""Shared with `crawlspace jobs`, which runs the index job too."""
 
 
 def _crawl_directory(directory: Path) -> Path:
@@ -34,13 +42,11 @@ def _crawl_directory(directory: Path) -> Path:
 )
 @click.option("--out", type=click.Path(path_type=Path), help="Where jobs/ is written (default: the first directory).")
 @click.option("--partitions", type=click.IntRange(1, 100_000), default=None, help="Key ranges of the crawl table.")
-@click.option(
-    "--tier-cutoff",
-    type=click.FloatRange(0, min_open=True),
-    default=None,
-    help="Tier 1: pages of PageRank at least this many times the average, the rest in tier 2 (default: one tier).",
-)
+@tier_cutoff_option
 @click.option("--rebuild", is_flag=True, help="Write every page again instead of adding segments to the last index.")
+@click.option(
+    "--merge", is_flag=True, help="Merge each shard's segments into as few as hold its pages, dropping masked ones."
+)
 def index_command(
     directories: tuple[Path, ...],
     shards: int,
@@ -49,9 +55,11 @@ def index_command(
     partitions: int | None,
     tier_cutoff: float | None,
     rebuild: bool,
+    merge: bool,
 ) -> None:
     """Build the search index of the crawl in DIRECTORIES (DIR/jobs/index), or update it: pages new or
-    changed since the last run go into new segments, their old copies and pages gone are masked."""
+    changed since the last run go into new segments, their old copies and pages gone are masked, and
+    segments are merged by size (Lucene's tiered policy); --merge merges all it can."""
     from crawlspace.jobs import JobError, JobOutputError, run
     from crawlspace.store import CrawlTableError
 
@@ -64,7 +72,7 @@ def index_command(
             scheduler=scheduler,
             out=out,
             partitions=partitions or 0,
-            options={"index": {"shards": shards, "tier_cutoff": tier_cutoff, "rebuild": rebuild}},
+            options={"index": {"shards": shards, "tier_cutoff": tier_cutoff, "rebuild": rebuild, "merge": merge}},
             progress=lambda line: click.echo(f"crawlspace: {line}", err=True),
         )
     except (JobError, JobOutputError, CrawlTableError, ValueError, OSError) as exc:
@@ -139,7 +147,7 @@ def search_command(
         counters = result.counters
         click.echo(
             f"postings scored: {counters.postings_scored} of {counters.postings_total};"
-            f" windows skipped: {counters.windows_skipped} of {counters.windows};"
+            f" blocks decoded: {counters.blocks_decoded} of {counters.blocks_total};"
             f" tiers searched: {result.tiers_searched} of {result.tiers}",
             err=True,
         )

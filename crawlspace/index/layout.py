@@ -30,7 +30,6 @@ from crawlspace.index.docvalues import DocValues
 from crawlspace.index.query import Query, parse_query
 from crawlspace.index.scoring import BM25F, Bm25fParams
 from crawlspace.index.search import (
-    WINDOW_DOCS,
     Explanation,
     Hit,
     SearchCounters,
@@ -228,7 +227,6 @@ class Index:
         *,
         params: Bm25fParams | None = None,
         threads: int | None = None,
-        window: int = WINDOW_DOCS,
     ):
         self.directory = Path(directory)
         self.manifest = Manifest.read(self.directory)
@@ -254,7 +252,7 @@ class Index:
         self._pool = ThreadPoolExecutor(max_workers=threads or min(len(self.segments), os.cpu_count() or 1))
         self.searchers: Sequence[SegmentSearcher] = list(
             self._pool.map(
-                lambda pair: SegmentSearcher(pair[0], self.scorer, window=window, values=pair[1]),
+                lambda pair: SegmentSearcher(pair[0], self.scorer, values=pair[1]),
                 zip(self.segments, values, strict=True),
             )
         )

@@ -75,16 +75,28 @@ class BM25F:
         """What the block bounds depend on (not the document frequencies)."""
         return (self.params, self.stats.doc_count, self.stats.field_totals)
 
-    def tfn(self, freqs: npt.NDArray[np.int64], lengths: npt.NDArray[np.uint32]) -> F64Array:
-        """The normalized, weighted frequency of each row: freqs and lengths have a column per field."""
-        total = np.zeros(freqs.shape[0], dtype=np.float64)
+    def field_norms(self, lengths: npt.NDArray[np.uint32]) -> tuple[F64Array, F64Array]:
+        """What tfn divides and multiplies by: per row and field the length normalization
+        (1 - b) + b * len / avglen, and per field its weight (0 for a field no document has)."""
+        norms = np.ones(lengths.shape, dtype=np.float64)
+        weights = np.zeros(len(self.params.weights), dtype=np.float64)
         for column, (weight, b, average) in enumerate(
             zip(self.params.weights, self.params.b, self.stats.average_lengths, strict=True)
         ):
             if weight == 0 or average == 0:
                 continue  # a field no document has contributes nothing
-            norm = (1.0 - b) + b * (lengths[:, column].astype(np.float64) / average)
-            total += weight * (freqs[:, column].astype(np.float64) / norm)
+            norms[:, column] = (1.0 - b) + b * (lengths[:, column].astype(np.float64) / average)
+            weights[column] = weight
+        return norms, weights
+
+    def tfn(self, freqs: npt.NDArray[np.int64], lengths: npt.NDArray[np.uint32]) -> F64Array:
+        """The normalized, weighted frequency of each row: freqs and lengths have a column per field
+        (the kernel of `topk` does the same operations in the same order)."""
+        norms, weights = self.field_norms(lengths)
+        total = np.zeros(freqs.shape[0], dtype=np.float64)
+        for column, weight in enumerate(weights.tolist()):
+            if weight != 0:
+                total += weight * (freqs[:, column].astype(np.float64) / norms[:, column])
         return total
 
     def saturate(self, idf: float, tfn: F64Array) -> F64Array:

@@ -176,6 +176,35 @@ class SegmentWriter:
         self._groups.append(group_key(document.url, document.group))
         return doc
 
+    def add_inverted(
+        self,
+        vocabulary: Sequence[str],
+        occurrences: tuple[I64Array, I64Array, I64Array, I64Array],
+        lengths: npt.NDArray[np.integer[Any]],
+        urls: Sequence[str],
+        titles: Sequence[str],
+        priors: Sequence[float],
+        group_keys: Sequence[int],
+    ) -> None:
+        """Adds documents given by their term occurrences (what a merge reads out of a segment),
+        without a Python step per occurrence: `occurrences` are (term, doc, field, position) arrays
+        in (doc, field, position) order, term indexing `vocabulary`, doc 0..len(urls)-1 among the
+        documents added here; `lengths` their field lengths, one row per document."""
+        term, doc, field, position = occurrences
+        translate = np.zeros(len(vocabulary), dtype=np.uint32)
+        setdefault = self._vocabulary.setdefault
+        for ordinal in np.unique(term).tolist():  # only the terms that occur: no term of document frequency 0
+            translate[ordinal] = setdefault(vocabulary[ordinal], len(self._vocabulary))
+        self._terms.frombytes(translate[term].tobytes())
+        self._docs.frombytes((doc + len(self._urls)).astype(np.uint32).tobytes())
+        self._fields.frombytes(field.astype(np.uint8).tobytes())
+        self._positions.frombytes(position.astype(np.uint32).tobytes())
+        self._lengths.frombytes(np.asarray(lengths, dtype=np.uint32).ravel().tobytes())
+        self._urls.extend(urls)
+        self._titles.extend(titles)
+        self._priors.extend(float(p) for p in priors)
+        self._groups.extend(int(g) for g in group_keys)
+
     def extend(self, documents: Iterable[IndexDocument]) -> None:
         for document in documents:
             self.add(document)
@@ -526,6 +555,24 @@ class Segment:
             out.append(np.cumsum(gaps[at : at + count]))
             at += count
         return out
+
+    def block_codes(self) -> tuple[npt.NDArray[Any], ...]:
+        """The postings streams and the block table as stored (what `topk.top_k` decodes in place):
+        doc codes and their block ends, frequency codes and theirs, the sparse title/anchor codes
+        and theirs, and each block's last doc id."""
+        return (
+            self._doc_codes,
+            self._doc_end,
+            self._freq_codes,
+            self._freq_end,
+            self._sparse_freq_codes,
+            self._sparse_freq_end,
+            self.block_last_doc,
+        )
+
+    def position_stream(self) -> npt.NDArray[np.uint8]:
+        """Every block's position codes, in block order (a merge decodes them all at once)."""
+        return self._position_codes
 
     def all_postings(self, low: int, high: int) -> tuple[I64Array, npt.NDArray[np.int64], I64Array]:
         """Blocks [low, high) across terms decoded at once: (docs, freqs, block of each posting).

@@ -24,8 +24,9 @@ The output directory DIR/jobs/index is an index directory (`index.Index(DIR/jobs
 whole like every job's output. The same crawl gives the same ranking on any scheduler, with any
 number of crawl partitions, built at once or incrementally: the statistics count live documents
 only and every live document is the page's current version, so an incremental index scores each
-query's results exactly as a rebuild does. Segments are never merged yet: masked documents stay on
-disk (the summary counts them) until `rebuild=True`.
+query's results exactly as a rebuild does. After an update (or with `merge=True`) segments are merged
+by `index.merge`'s policy into this generation's directory, masked documents dropped; a run killed
+during a merge leaves the previous output as it was (the new one is swapped in only when complete).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import xxhash
 from crawlspace.index.container import IndexFormatError
 from crawlspace.index.docvalues import DocValues, live_name
 from crawlspace.index.layout import Manifest, SegmentEntry, finish_index, segment_name, shard_of, tier_of
+from crawlspace.index.merge import MergePolicy, MergeReport, merge_index
 from crawlspace.index.segment import IndexDocument, Segment, SegmentWriter, group_key
 from crawlspace.jobs import graph, neardup, pagerank
 from crawlspace.jobs.context import JobContext, Piece, is_robots_txt
@@ -262,9 +264,13 @@ def run(
     segment_docs: int = SEGMENT_DOCS,
     tier_cutoff: float | None = None,
     rebuild: bool = False,
+    merge: bool = False,
 ) -> dict[str, Any]:
     """`tier_cutoff`: pages whose PageRank is at least this many times the average (1 / pages) go
-    to tier 1, the others to tier 2 (None: one tier). `rebuild`: ignore the previous index."""
+    to tier 1, the others to tier 2 (None: one tier). `rebuild`: ignore the previous index. After an
+    incremental update the merge policy (`index.merge`) runs on each shard and tier; `merge`: every
+    segment that can be is merged (each shard and tier into as few segments of `segment_docs` as
+    hold its live pages), whether or not pages changed."""
     if shards < 1:
         raise ValueError("the index needs at least one shard")
     if tier_cutoff is not None and not tier_cutoff > 0:
@@ -300,9 +306,19 @@ def run(
     written = [entry for task in ctx.compute(*tasks) for entry in task] if tasks else []
 
     entries: list[SegmentEntry] = []
+    dropped_whole = 0
     if previous is not None:
-        entries = _carry_over(previous, pending.path, generation, kept, masked)
+        entries, dropped_whole = _carry_over(previous, pending.path, generation, kept, masked)
     entries += [SegmentEntry(e["name"], e["shard"], e["tier"], e["live"]) for e in written]
+    merged: MergeReport | None = None
+    if previous is not None or merge:
+        policy = MergePolicy(floor_docs=max(1, segment_docs // 25), max_docs=segment_docs)
+        merged = merge_index(pending.path, entries, generation, policy, force=merge)
+        for entry in merged.dropped:  # this generation's links and values of what was merged away
+            (pending.path / entry.name).unlink()
+            if entry.live is not None and entry.live.endswith(f"-{generation:04d}"):
+                (pending.path / entry.live).unlink(missing_ok=True)
+        entries = merged.entries
     for shard in range(shards):  # a shard no page hashed to still gets its (empty) segment
         if not any(entry.shard == shard for entry in entries):
             name = segment_name(shard, 0, generation=generation)
@@ -324,6 +340,8 @@ def run(
         "kept": len(kept),
         "masked": len(masked),
         "masked_on_disk": masked_on_disk,
+        "merged_segments": len(merged.dropped) if merged else 0,
+        "reclaimed": dropped_whole + (merged.reclaimed if merged else 0),
         "tier_cutoff": tier_cutoff,
         "tier_prior": tier_prior,
         "tiers": {str(tier): count for tier, count in sorted(live.items())},
@@ -332,10 +350,12 @@ def run(
 
 def _carry_over(
     previous: _Previous, root: Path, generation: int, kept: pd.DataFrame, masked: pd.DataFrame
-) -> list[SegmentEntry]:
+) -> tuple[list[SegmentEntry], int]:
     """The previous segments that still hold a live document, linked into the new output (never
-    copied: segments are immutable), each with this generation's document values."""
+    copied: segments are immutable), each with this generation's document values; and how many
+    documents the segments left out (all masked) held."""
     entries: list[SegmentEntry] = []
+    dropped = 0
     kept_by_entry = {int(n): g for n, g in kept.groupby("entry")} if len(kept) else {}
     masked_by_entry = {int(n): g for n, g in masked.groupby("entry")} if len(masked) else {}
     for number, entry in enumerate(previous.manifest.segments):
@@ -350,6 +370,7 @@ def _carry_over(
             prior[docs] = rows["prior"].to_numpy(dtype=np.float32)
             group[docs] = rows["group_key"].to_numpy(dtype=np.uint64)
         if deleted.all() and deleted.size:
+            dropped += int(deleted.size)
             continue  # nothing of it is live: left out
         target = root / entry.name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -358,7 +379,7 @@ def _carry_over(
         with Segment(target) as segment:
             DocValues(deleted, prior, group, old.key).write(root / live, segment)
         entries.append(SegmentEntry(entry.name, entry.shard, entry.tier, live))
-    return entries
+    return entries, dropped
 
 
 def _link(source: Path, target: Path) -> None:
