@@ -21,7 +21,7 @@ import numpy as np
 from numba.cpython.unsafe.numbers import leading_zeros
 from numba.extending import overload
 
-from crawlspace.graph._jit import jit
+from crawlspace.jit import jit
 
 DELTA = 1
 GAMMA = 2

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from crawlspace.graph import eliasfano
-from crawlspace.graph._jit import jit
 from crawlspace.graph.bitstream import TOO_LONG, is_padding, nat2int, read_code, read_gamma
+from crawlspace.jit import jit
 
 # the layout of the int64 parameter array every kernel takes
 P_NODES, P_WINDOW, P_MAX_REF, P_MIN_INTERVAL, P_ZETA_K = 0, 1, 2, 3, 4

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from crawlspace.graph._jit import jit
 from crawlspace.graph.bitstream import leading_zeros_64, most_significant_bit, read_bits, write_bits
+from crawlspace.jit import jit
 
 SAMPLE_EVERY = 256
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from crawlspace.graph._jit import jit
 from crawlspace.graph.bitstream import emit_code, emit_gamma, int2nat, most_significant_bit
 from crawlspace.graph.decode import (
     P_BLOCK_CODE,
@@ -29,6 +28,7 @@ from crawlspace.graph.decode import (
     P_WINDOW,
     P_ZETA_K,
 )
+from crawlspace.jit import jit
 
 S_BITS_OUTDEGREES, S_BITS_REFERENCES, S_BITS_BLOCKS, S_BITS_INTERVALS, S_BITS_RESIDUALS = 0, 1, 2, 3, 4
 S_COPIED_ARCS, S_INTERVALISED_ARCS, S_RESIDUAL_ARCS, S_TOTAL_REF, S_TOTAL_DIST, S_ARCS = 5, 6, 7, 8, 9, 10

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crawlspace.graph._jit import jit
+from crawlspace.jit import jit
 
 OK = 0
 BAD_BLOCK = 1

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlspace.graph._jit import jit
+from crawlspace.jit import jit
 
 REPO = Path(__file__).resolve().parents[2]
 

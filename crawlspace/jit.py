@@ -1,6 +1,7 @@
 """The one place that compiles: numba's `njit`, cached on disk where a cache can be written.
 
-Why numba at all is measured in `crawlspace.graph.bvformat`'s docstring. `cache=True` writes the machine code
+Shared by the connectivity server's codes and the search engine's top-k kernel; why numba at all is measured
+in `crawlspace.graph.bvformat`'s and `crawlspace.index.topk`'s docstrings. `cache=True` writes the machine code
 next to the source (`__pycache__`) or, when that is read-only (a system site-packages), in the user's cache
 directory; when neither can be written numba refuses the decoration itself (RuntimeError "no locator
 available"), so the kernels are then compiled in memory on each first call instead: slower to start, the
