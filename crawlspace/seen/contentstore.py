@@ -32,6 +32,7 @@ counts the keys of the tables it is told to count, and writes the counts in ever
 
 from __future__ import annotations
 
+import errno
 import itertools
 import struct
 from collections.abc import Iterable, Iterator
@@ -216,12 +217,18 @@ class RocksContentStore:
                 batch.put(key, value)
         for table_number, count in pending.counts.items():
             batch.put(bytes((_COUNT_TABLE, table_number)), _COUNT.pack(count))
-        self._open().write(batch, self._unsynced)
+        try:
+            self._open().write(batch, self._unsynced)
+        except Exception as exc:  # rocksdict raises plain exceptions for I/O errors
+            raise _os_error(self.directory, exc) from exc
         pending.writes.clear()
 
     def sync(self) -> None:
         self.commit()
-        self._open().flush_wal(True)
+        try:
+            self._open().flush_wal(True)
+        except Exception as exc:
+            raise _os_error(self.directory, exc) from exc
 
     def close(self) -> None:
         if self._db is None:
@@ -239,6 +246,13 @@ class RocksContentStore:
 
     def disk_bytes(self) -> int:
         return sum(path.stat().st_size for path in self.directory.iterdir() if path.is_file())
+
+
+def _os_error(directory: Path, exc: Exception) -> OSError:
+    """RocksDB's I/O error as the OSError the engine handles (ENOSPC stops the crawl as disk-full)."""
+    text = str(exc)
+    code = errno.ENOSPC if "No space left" in text else errno.EDQUOT if "quota" in text.lower() else errno.EIO
+    return OSError(code, f"{directory}: the content set could not be written ({text})")
 
 
 class MemoryContentStore:

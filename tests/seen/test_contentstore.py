@@ -152,3 +152,36 @@ def test_an_lmdb_set_of_an_earlier_crawl_is_copied_into_the_store_on_resume(tmp_
     assert see(resumed, "http://f.test/", changed(body, 3, seed=5)) == (ContentKind.NEAR, "http://a.test/")
     resumed.close()
     assert len(ContentSeen(directory)) == 6
+
+
+class _FullDisk:
+    """Stands in for the RocksDB handle: every write fails as RocksDB reports a full disk."""
+
+    def __init__(self, real: object) -> None:
+        self.real = real
+
+    def write(self, *_: object) -> None:
+        raise Exception("IO error: No space left on device: While appending to file: 000004.log")
+
+    def get(self, key: object) -> object:
+        return self.real.get(key)  # type: ignore[attr-defined]
+
+
+def test_a_full_disk_is_the_oserror_the_engine_stops_on_and_loses_nothing_committed(tmp_path: Path) -> None:
+    import errno
+
+    store = RocksContentStore(tmp_path / "rocks", counted=(2,))
+    store.put(2, b"kept", b"1")
+    store.commit()
+    real = store._db
+    store._db = _FullDisk(real)  # type: ignore[assignment]
+    store.put(2, b"lost", b"2")
+    with pytest.raises(OSError) as raised:
+        store.commit()
+    assert raised.value.errno == errno.ENOSPC and "content set" in str(raised.value)
+    assert store.get(2, b"lost") == b"2"  # still pending: a commit once space is back writes it
+    store._db = real
+    store.abandon()
+    reopened = RocksContentStore(tmp_path / "rocks", counted=(2,))
+    assert reopened.get(2, b"kept") == b"1" and reopened.get(2, b"lost") is None and reopened.count(2) == 1
+    reopened.close()
