@@ -8,7 +8,7 @@ computes its signature once and sends each owner of some of its keys ONE questio
 those keys up in its band table, verifies each candidate by the Jaccard similarity its signature
 estimates, answers its best candidate, and indexes the page under those keys unless that
 candidate is a near-duplicate (`answer_near`, over the owner's store: `NearIndex`, which
-seen.ContentSeen implements in LMDB). The asker takes the best answer over the owners
+seen.ContentSeen implements in its store). The asker takes the best answer over the owners
 (`best_match`) and decides as a single process does (threshold, `store_near_duplicates`). An
 owner that did not answer in time (the transport's timeout) counts as "nothing similar there":
 the page may be stored although it is a near-duplicate, nothing is lost, and the crawl never

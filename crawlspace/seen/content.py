@@ -34,12 +34,13 @@ copy refetched with the same body is judged again when its original no longer ha
 it may be the body's first itself): a page that changed back and forth is judged against the
 crawl's current content only, never against versions that have been replaced.
 
-Storage: LMDB (point lookups, the access pattern here: a few dozen per page; DESIGN.md §6),
-in DIR with four tables: fp (content fingerprint -> first URL and time), url (URL fingerprint
--> content fingerprint, verdict, signature, URL), band (LSH band key -> URL fingerprints, a
-dupsort table) and meta (shingling parameters: signatures made with others cannot be compared,
-so reopening with others is an error). Memory is LMDB's memory map (page cache, reclaimable),
-not Python objects: it does not grow with the pages seen.
+Storage: a `seen.contentstore.ContentStore` (RocksDB by default: point lookups, a few dozen per
+page, with a resident footprint bounded by its cache and memtables; that module says why not LMDB
+any more), in DIR, with four tables: fp (content fingerprint -> first URL and time), url (URL
+fingerprint -> content fingerprint, verdict, signature, URL), band (LSH band key -> the URL
+fingerprints of its pages, concatenated) and meta (shingling parameters: signatures made with others
+cannot be compared, so reopening with others is an error). A crawl begun with the LMDB set of
+earlier versions has it copied into the store when it resumes.
 
 A partition of a crawl of several keeps three more, for the others as much as for itself: oracle
 (the first URL of each body fingerprint it owns, `claim_first`), and the share of the crawl's LSH
@@ -54,7 +55,7 @@ was NEW or NEAR is fetched again with another body, `_forget` removes what this 
 old version (`forget_outdated`: the oracle's first URL of the old body, the page's entries in the share
 of the LSH table here) and, for each other partition (`outdated_peers`, set by a crawl of several),
 puts an outdated notice (URL, old body fingerprint, the time of the fetch that replaced it) in the
-`outdated` table, in the same transaction: the notice is durable exactly when the forgetting it tells
+`outdated` table, in the same commit: the notice is durable exactly when the forgetting it tells
 of is, so a crash loses both or neither. The partition's transport (crawl.partition) sends each notice
 once the set is committed and deletes it when the receiver acknowledges it, which that receiver does
 only once its own `forget_outdated` is committed (distributed.outdated): a notice lost on the way is
@@ -62,8 +63,8 @@ sent again, one applied twice changes nothing, and a receiver removes an entry o
 that URL with a time before the replacing fetch (not a later version the page has since been judged
 at).
 
-Crash safety: one write transaction at a time, committed (and fsynced by LMDB) by
-`checkpoint()` and, to bound its dirty pages, every `commit_every` pages. After a crash the set
+Crash safety: the writes since the last commit wait in memory and are committed as one atomic
+batch by `checkpoint()` (and fsynced) and, to bound that memory, every `commit_every` pages. After a crash the set
 is therefore at or after the last checkpoint, never before: a page processed after the
 checkpoint may already be known when it is fetched again after recovery. That is harmless:
 the same URL with the same body is UNCHANGED (its links are followed again, so links lost with
@@ -81,25 +82,30 @@ import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-import lmdb
 import numpy as np
 
+from crawlspace.seen.contentstore import ContentStore, RocksContentStore, migrate_lmdb
 from crawlspace.seen.shingles import Shingler, SigArray, band_keys, choose_bands, similarity
 from crawlspace.seen.sortedruns import SeenStateError
 from crawlspace.urls.fingerprint import url_fingerprint
 
-MAP_SIZE = 1 << 40
-"""Address space reserved for the LMDB map (the file grows only as it fills)."""
 SCHEMA = b"crawlspace-content-seen/1"
 
 _FP_RECORD = struct.Struct("<Qd")  # first URL's fingerprint, its fetch time; then the URL
 _URL_RECORD = struct.Struct("<QdBfQH")  # content fp, fetch time, kind, similarity, of-URL fp, signature bytes
 _NEAR_RECORD = struct.Struct("<ddBH")  # fetch time, question time, band keys, signature bytes; then those, the URL
 _BAND_KEY_BYTES = 9  # band number, band key (big-endian): the key of a band table
+_MEMBER_BYTES = 8  # a band table's value: the URL fingerprints (big-endian) of its pages, concatenated
+
+# the tables (seen.contentstore.ContentStore), by number
+_FP, _URL, _BAND, _META, _ORACLE, _NEAR_BAND, _NEAR_SIG, _NEAR_OF, _OUTDATED = range(1, 10)
+_TABLE_NUMBERS = {b"fp": _FP, b"url": _URL, b"band": _BAND, b"meta": _META, b"oracle": _ORACLE,
+                  b"nearband": _NEAR_BAND, b"nearsig": _NEAR_SIG, b"nearof": _NEAR_OF}  # fmt: skip
+_COUNTED = (_URL, _NEAR_SIG)
 _OUTDATED_KEY = struct.Struct(">HQd")  # peer, URL fingerprint, time of the fetch that replaced the version
-_OUTDATED_VALUE = struct.Struct("<Q")  # the old body's fingerprint; then the URL
+_OUTDATED_VALUE = struct.Struct("<HQd")  # peer, the old body's fingerprint, that time; then the URL
 
 
 class NearCandidate(NamedTuple):
@@ -194,7 +200,7 @@ def _url_after(data: bytes, start: int) -> str:
 
 
 class ContentSeen:
-    """Exact and near-duplicate content detection, persisted in LMDB under a directory."""
+    """Exact and near-duplicate content detection, persisted under a directory (seen.contentstore)."""
 
     def __init__(
         self,
@@ -203,38 +209,30 @@ class ContentSeen:
         near_threshold: float = 0.9,
         shingle_words: int = 4,
         num_perm: int = 128,
-        commit_every: int = 10_000,
+        commit_every: int = 1_000,
         reset: bool = False,
+        store: ContentStore | None = None,
     ) -> None:
+        """`store`: the tables' store (a fake in tests); by default RocksDB in `directory`."""
         if not 0.0 < near_threshold <= 1.0:
             raise ValueError("near_threshold must be in (0, 1]")
         self.directory = Path(directory)
-        if reset and self.directory.exists():
-            shutil.rmtree(self.directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if store is None:
+            if reset and self.directory.exists():
+                shutil.rmtree(self.directory)
+            self.directory.mkdir(parents=True, exist_ok=True)
+            store = RocksContentStore(self.directory, counted=_COUNTED)
+            migrate_lmdb(self.directory, store, _TABLE_NUMBERS)
         self.near_threshold = near_threshold
         self.shingler = Shingler(shingle_words=shingle_words, num_perm=num_perm)
         self.bands, self.rows = choose_bands(num_perm, near_threshold)
         self.commit_every = commit_every
-        try:
-            self._env = lmdb.open(str(self.directory), map_size=MAP_SIZE, max_dbs=9, subdir=True, lock=True)
-        except lmdb.Error as exc:
-            raise SeenStateError(f"{self.directory}: cannot open the content set ({exc})") from exc
-        self._fp_db = self._env.open_db(b"fp")
-        self._url_db = self._env.open_db(b"url")
-        self._band_db = self._env.open_db(b"band", dupsort=True, dupfixed=True)
-        self._meta_db = self._env.open_db(b"meta")
-        self._oracle_db = self._env.open_db(b"oracle")
-        self._near_band_db = self._env.open_db(b"nearband", dupsort=True, dupfixed=True)
-        self._near_sig_db = self._env.open_db(b"nearsig")
-        self._near_of_db = self._env.open_db(b"nearof")
-        self._outdated_db = self._env.open_db(b"outdated")
+        self._store: ContentStore | None = store
         self.outdated_peers: tuple[int, ...] = ()  # the other partitions, told of outdated versions
-        self._txn: Any = self._env.begin(write=True)
         self._uncommitted = 0
-        # notices left by an earlier run (killed before their acknowledgement) are to be sent as new ones
-        self.outdated_added = int(self._txn.stat(self._outdated_db)["entries"])
         self._check_parameters(shingle_words, num_perm)
+        # notices left by an earlier run (killed before their acknowledgement) are to be sent as new ones
+        self.outdated_added = sum(1 for _ in store.values(_OUTDATED))
 
     def __repr__(self) -> str:
         return f"ContentSeen({str(self.directory)!r}, {len(self)} pages, threshold={self.near_threshold})"
@@ -242,22 +240,53 @@ class ContentSeen:
     outdated_added: int
     """Notices put (or found on opening) since the transport last looked; the transport resets it."""
 
+    @property
+    def _tables(self) -> ContentStore:
+        if self._store is None:
+            raise SeenStateError(f"{self.directory}: the content set is closed")
+        return self._store
+
     def _check_parameters(self, shingle_words: int, num_perm: int) -> None:
         wanted = b"%s k=%d perm=%d" % (SCHEMA, shingle_words, num_perm)
-        stored = self._txn.get(b"parameters", db=self._meta_db)
+        stored = self._tables.get(_META, b"parameters")
         if stored is None:
-            self._txn.put(b"parameters", wanted, db=self._meta_db)
-        elif bytes(stored) != wanted:
-            self._txn.abort()
-            self._env.close()
+            self._tables.put(_META, b"parameters", wanted)
+        elif stored != wanted:
+            self.abandon()
             raise SeenStateError(
-                f"{self.directory}: content set made with {bytes(stored).decode()!r}, asked for {wanted.decode()!r}"
+                f"{self.directory}: content set made with {stored.decode()!r}, asked for {wanted.decode()!r}"
                 " (signatures would not compare; reset it or keep the old parameters)"
             )
 
     def __len__(self) -> int:
         """URLs with a recorded content fingerprint."""
-        return int(self._txn.stat(self._url_db)["entries"])
+        return self._tables.count(_URL)
+
+    # -- a band table: band key -> the URL keys of its pages ------------------------------------------------
+
+    @staticmethod
+    def _split(stored: bytes | None) -> list[bytes]:
+        if stored is None:
+            return []
+        return [stored[start : start + _MEMBER_BYTES] for start in range(0, len(stored), _MEMBER_BYTES)]
+
+    def _members(self, table: int, band_keys: list[bytes]) -> list[list[bytes]]:
+        return [self._split(stored) for stored in self._tables.get_many(table, band_keys)]
+
+    def _add_member(self, table: int, band_key: bytes, url_key: bytes, members: list[bytes]) -> None:
+        """Add `url_key` to the band whose current `members` the caller read."""
+        if url_key not in members:
+            self._tables.put(table, band_key, b"".join(members) + url_key)
+
+    def _discard_member(self, table: int, band_key: bytes, url_key: bytes) -> None:
+        members = self._split(self._tables.get(table, band_key))
+        if url_key not in members:
+            return
+        members.remove(url_key)
+        if members:
+            self._tables.put(table, band_key, b"".join(members))
+        else:
+            self._tables.delete(table, band_key)
 
     # -- checks ----------------------------------------------------------------------------------------
 
@@ -270,25 +299,24 @@ class ContentSeen:
         partition owning the fingerprint answered (`claim_first`); it replaces this set's own first
         of the body, so that later copies here refer to the crawl's original too. Without it (one
         partition, or the owner could not be asked) this set's own first decides."""
-        txn = self._txn
+        tables = self._tables
         url_fp = url_fingerprint(url)
         url_key = _key(url_fp)
-        previous = txn.get(url_key, db=self._url_db)
+        previous = tables.get(_URL, url_key)
         if previous is not None:
             record = _UrlRecord.unpack(previous)
             if record.content_fp == body_fingerprint and self._still_judged(record, body_fingerprint, first):
                 return ContentVerdict(ContentKind.UNCHANGED, url, record.fetched_at, 1.0)
             self._forget(url_fp, record, replaced_at=fetched_at)
         fp_key = _key(body_fingerprint)
-        self._changed()
         if first is not None:
             first_url, first_time = first
-            txn.put(fp_key, _FP_RECORD.pack(url_fingerprint(first_url), first_time) + _utf8(first_url), db=self._fp_db)
+            tables.put(_FP, fp_key, _FP_RECORD.pack(url_fingerprint(first_url), first_time) + _utf8(first_url))
         else:
-            stored = txn.get(fp_key, db=self._fp_db)
+            stored = tables.get(_FP, fp_key)
             if stored is None:
                 first_url, first_time = url, fetched_at
-                txn.put(fp_key, _FP_RECORD.pack(url_fp, fetched_at) + _utf8(url), db=self._fp_db)
+                tables.put(_FP, fp_key, _FP_RECORD.pack(url_fp, fetched_at) + _utf8(url))
             else:
                 first_url, first_time = _url_after(stored, _FP_RECORD.size), _FP_RECORD.unpack_from(stored)[1]
         # the first may be this URL even with a record: a copy in this partition was told of it first
@@ -296,11 +324,15 @@ class ContentSeen:
             record = _UrlRecord(
                 body_fingerprint, fetched_at, ContentKind.EXACT, 1.0, url_fingerprint(first_url), b"", url
             )
-            txn.put(url_key, record.pack(), db=self._url_db)
-            return ContentVerdict(ContentKind.EXACT, first_url, first_time, 1.0)
-        record = _UrlRecord(body_fingerprint, fetched_at, ContentKind.NEW, 0.0, 0, b"", url)
-        txn.put(url_key, record.pack(), db=self._url_db)
-        return NEW
+            tables.put(_URL, url_key, record.pack())
+            verdict = ContentVerdict(ContentKind.EXACT, first_url, first_time, 1.0)
+        else:
+            tables.put(
+                _URL, url_key, _UrlRecord(body_fingerprint, fetched_at, ContentKind.NEW, 0.0, 0, b"", url).pack()
+            )
+            verdict = NEW
+        self._changed()
+        return verdict
 
     def _still_judged(self, record: _UrlRecord, body_fingerprint: int, first: tuple[str, float] | None) -> bool:
         """The verdict of a page's last fetch still holds for the same body: always, unless it was an
@@ -310,7 +342,7 @@ class ContentSeen:
             return True
         if first is not None:
             return url_fingerprint(first[0]) == record.of_url_fp
-        stored = self._txn.get(_key(body_fingerprint), db=self._fp_db)
+        stored = self._tables.get(_FP, _key(body_fingerprint))
         return stored is not None and _FP_RECORD.unpack_from(stored)[0] == record.of_url_fp
 
     def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> tuple[str, float]:
@@ -318,10 +350,10 @@ class ContentSeen:
         partitions of a crawl. The first URL that showed it, with its fetch time: `url` and
         `fetched_at` themselves if no URL did before (it is recorded as the first)."""
         key = _key(body_fingerprint)
-        first = self._txn.get(key, db=self._oracle_db)
+        first = self._tables.get(_ORACLE, key)
         if first is not None:
             return _url_after(first, _TIME.size), _TIME.unpack_from(first)[0]
-        self._txn.put(key, _TIME.pack(fetched_at) + _utf8(url), db=self._oracle_db)
+        self._tables.put(_ORACLE, key, _TIME.pack(fetched_at) + _utf8(url))
         self._changed()
         return url, fetched_at
 
@@ -330,20 +362,21 @@ class ContentSeen:
         the first URL of that body, which a revisit record of a copy would refer to in vain. The
         next URL with the body takes its place (here and, on the owning partition, in the claims)."""
         key = _key(body_fingerprint)
-        txn = self._txn
-        stored = txn.get(key, db=self._fp_db)
+        tables = self._tables
+        stored = tables.get(_FP, key)
         if stored is not None and _url_after(stored, _FP_RECORD.size) == url:
-            txn.delete(key, db=self._fp_db)
-        claimed = txn.get(key, db=self._oracle_db)
+            tables.delete(_FP, key)
+        claimed = tables.get(_ORACLE, key)
         if claimed is not None and _url_after(claimed, _TIME.size) == url:
-            txn.delete(key, db=self._oracle_db)
+            tables.delete(_ORACLE, key)
         self._changed()
 
     def check_near(self, url: str, text: str) -> ContentVerdict:
         """Near-duplicate test of a page `check` found NEW; records the verdict or indexes the page."""
         url_fp = url_fingerprint(url)
         url_key = _key(url_fp)
-        stored = self._txn.get(url_key, db=self._url_db)
+        tables = self._tables
+        stored = tables.get(_URL, url_key)
         if stored is None:
             raise KeyError(f"check_near({url!r}) before check(): the page has no content record")
         record = _UrlRecord.unpack(stored)
@@ -352,22 +385,19 @@ class ContentSeen:
         signature = self.shingler.signature(text)
         if signature is None:
             return NEW
-        keys = band_keys(signature, self.rows)
-        best_fp, best_similarity = self._best_candidate(url_fp, signature, keys)
-        txn = self._txn
+        keys = [bytes([band]) + _key(key) for band, key in enumerate(band_keys(signature, self.rows).tolist())]
+        members = self._members(_BAND, keys)
+        best_fp, best_similarity = self._best_candidate(url_fp, signature, members)
         if best_fp is not None and best_similarity >= self.near_threshold:
-            original = _UrlRecord.unpack(txn.get(_key(best_fp), db=self._url_db))
-            txn.put(
-                url_key,
-                dataclasses.replace(
-                    record, kind=ContentKind.NEAR, similarity=best_similarity, of_url_fp=best_fp
-                ).pack(),
-                db=self._url_db,
-            )
+            original_record = tables.get(_URL, _key(best_fp))
+            assert original_record is not None  # a candidate is one with a record
+            original = _UrlRecord.unpack(original_record)
+            near = dataclasses.replace(record, kind=ContentKind.NEAR, similarity=best_similarity, of_url_fp=best_fp)
+            tables.put(_URL, url_key, near.pack())
             return ContentVerdict(ContentKind.NEAR, original.url, original.fetched_at, best_similarity)
-        for band, key in enumerate(keys.tolist()):
-            txn.put(bytes([band]) + _key(key), url_key, db=self._band_db, dupdata=True)
-        txn.put(url_key, dataclasses.replace(record, signature=signature.tobytes()).pack(), db=self._url_db)
+        tables.put(_URL, url_key, dataclasses.replace(record, signature=signature.tobytes()).pack())
+        for band_key, band_members in zip(keys, members, strict=True):
+            self._add_member(_BAND, band_key, url_key, band_members)
         return NEW
 
     def record_near(self, url: str, match: tuple[str, float, float] | None) -> ContentVerdict:
@@ -376,7 +406,8 @@ class ContentSeen:
         answer was at or above the threshold, else None. The page's signature is indexed by those
         owners, not here."""
         url_key = _key(url_fingerprint(url))
-        stored = self._txn.get(url_key, db=self._url_db)
+        tables = self._tables
+        stored = tables.get(_URL, url_key)
         if stored is None:
             raise KeyError(f"record_near({url!r}) before check(): the page has no content record")
         record = _UrlRecord.unpack(stored)
@@ -386,8 +417,8 @@ class ContentSeen:
             return NEW
         of_url, of_time, score = match
         near = dataclasses.replace(record, kind=ContentKind.NEAR, similarity=score, of_url_fp=url_fingerprint(of_url))
-        self._txn.put(url_key, near.pack(), db=self._url_db)
-        self._txn.put(url_key, _TIME.pack(of_time) + _utf8(of_url), db=self._near_of_db)
+        tables.put(_URL, url_key, near.pack())
+        tables.put(_NEAR_OF, url_key, _TIME.pack(of_time) + _utf8(of_url))
         self._changed()
         return ContentVerdict(ContentKind.NEAR, of_url, of_time, score)
 
@@ -397,58 +428,52 @@ class ContentSeen:
         own = _key(url_fingerprint(url))
         seen: set[bytes] = {own}
         found: list[NearCandidate] = []
-        txn = self._txn
-        with txn.cursor(db=self._near_band_db) as cursor:
-            for band, key in bands:
-                if not cursor.set_key(bytes([band]) + _key(key)):
+        tables = self._tables
+        for members in self._members(_NEAR_BAND, [bytes([band]) + _key(key) for band, key in bands]):
+            for url_key in members:
+                if url_key in seen:
                     continue
-                for value in cursor.iternext_dup():
-                    url_key = bytes(value)
-                    if url_key in seen:
-                        continue
-                    seen.add(url_key)
-                    stored = txn.get(url_key, db=self._near_sig_db)
-                    if stored is not None:
-                        found.append(_near_candidate(stored))
+                seen.add(url_key)
+                stored = tables.get(_NEAR_SIG, url_key)
+                if stored is not None:
+                    found.append(_near_candidate(stored))
         return found
 
     def index_near(
         self, url: str, fetched_at: float, asked_at: float, signature: bytes, bands: Iterable[tuple[int, int]]
     ) -> None:
         url_key = _key(url_fingerprint(url))
-        txn = self._txn
-        previous = txn.get(url_key, db=self._near_sig_db)
+        tables = self._tables
+        previous = tables.get(_NEAR_SIG, url_key)
         if previous is not None:  # the page fetched again with other text: its old keys go
             count = _NEAR_RECORD.unpack_from(previous)[2]
             start = _NEAR_RECORD.size
             for offset in range(start, start + count * _BAND_KEY_BYTES, _BAND_KEY_BYTES):
-                txn.delete(bytes(previous[offset : offset + _BAND_KEY_BYTES]), url_key, db=self._near_band_db)
+                self._discard_member(_NEAR_BAND, previous[offset : offset + _BAND_KEY_BYTES], url_key)
         band_bytes = [bytes([band]) + _key(key) for band, key in bands]
-        for band_key in band_bytes:
-            txn.put(band_key, url_key, db=self._near_band_db, dupdata=True)
         head = _NEAR_RECORD.pack(fetched_at, asked_at, len(band_bytes), len(signature))
-        txn.put(url_key, head + b"".join(band_bytes) + signature + _utf8(url), db=self._near_sig_db)
+        tables.put(_NEAR_SIG, url_key, head + b"".join(band_bytes) + signature + _utf8(url))
+        for band_key, members in zip(band_bytes, self._members(_NEAR_BAND, band_bytes), strict=True):
+            self._add_member(_NEAR_BAND, band_key, url_key, members)
         self._changed()
 
     def near_asked_at(self, url: str) -> float | None:
-        stored = self._txn.get(_key(url_fingerprint(url)), db=self._near_sig_db)
+        stored = self._tables.get(_NEAR_SIG, _key(url_fingerprint(url)))
         return None if stored is None else float(_NEAR_RECORD.unpack_from(stored)[1])
 
     def near_indexed(self) -> int:
         """Pages indexed in this partition's share of the crawl's LSH table."""
-        return int(self._txn.stat(self._near_sig_db)["entries"])
+        return self._tables.count(_NEAR_SIG)
 
-    def _best_candidate(self, url_fp: int, signature: SigArray, keys: np.ndarray[Any, Any]) -> tuple[int | None, float]:
+    def _best_candidate(self, url_fp: int, signature: SigArray, members: list[list[bytes]]) -> tuple[int | None, float]:
         candidates: set[bytes] = set()
-        with self._txn.cursor(db=self._band_db) as cursor:
-            for band, key in enumerate(keys.tolist()):
-                if cursor.set_key(bytes([band]) + _key(key)):
-                    candidates.update(bytes(value) for value in cursor.iternext_dup())
+        for band_members in members:
+            candidates.update(band_members)
         candidates.discard(_key(url_fp))
         best_fp: int | None = None
         best = -math.inf
         for candidate in candidates:
-            stored = self._txn.get(candidate, db=self._url_db)
+            stored = self._tables.get(_URL, candidate)
             if stored is None:
                 continue
             other = _UrlRecord.unpack(stored)
@@ -463,25 +488,28 @@ class ContentSeen:
         """Delete a refreshed page's outdated fingerprint, LSH entries and record; the shares of the
         crawl's tables that hold the old version here go too, and the other partitions are told
         (an exact copy was never first of its body nor indexed anywhere: nothing to tell)."""
-        txn = self._txn
+        tables = self._tables
         if record.kind in (ContentKind.NEW, ContentKind.NEAR):
-            notice = OutdatedNotice(record.url, record.content_fp, replaced_at)
-            self.forget_outdated(notice)
-            value = _OUTDATED_VALUE.pack(record.content_fp) + _utf8(record.url)
+            self.forget_outdated(OutdatedNotice(record.url, record.content_fp, replaced_at))
             for peer in self.outdated_peers:
-                txn.put(_OUTDATED_KEY.pack(peer, url_fp, replaced_at), value, db=self._outdated_db)
+                tables.put(
+                    _OUTDATED,
+                    _OUTDATED_KEY.pack(peer, url_fp, replaced_at),
+                    _OUTDATED_VALUE.pack(peer, record.content_fp, replaced_at) + _utf8(record.url),
+                )
                 self.outdated_added += 1
         fp_key = _key(record.content_fp)
-        first = txn.get(fp_key, db=self._fp_db)
+        url_key = _key(url_fp)
+        first = tables.get(_FP, fp_key)
         if first is not None and _FP_RECORD.unpack_from(first)[0] == url_fp:
-            txn.delete(fp_key, db=self._fp_db)
+            tables.delete(_FP, fp_key)
         if record.signature:
             keys = band_keys(np.frombuffer(record.signature, np.uint16), self.rows)
             for band, key in enumerate(keys.tolist()):
-                txn.delete(bytes([band]) + _key(key), _key(url_fp), db=self._band_db)
-        txn.delete(_key(url_fp), db=self._url_db)
+                self._discard_member(_BAND, bytes([band]) + _key(key), url_key)
+        tables.delete(_URL, url_key)
         if record.kind == ContentKind.NEAR:
-            txn.delete(_key(url_fp), db=self._near_of_db)
+            tables.delete(_NEAR_OF, url_key)
 
     # -- outdated versions across partitions (distributed.outdated) ------------------------------------
 
@@ -490,32 +518,32 @@ class ContentSeen:
         the page with a time before `notice.replaced_at`: the body's first URL (as owner of the
         fingerprint, and as told by its owner) and the page in this share of the LSH table. Idempotent;
         an entry of a later version (the page judged again since) stays. True if anything went."""
-        txn = self._txn
+        tables = self._tables
         url_fp = url_fingerprint(notice.url)
         url_key = _key(url_fp)
         fp_key = _key(notice.fingerprint)
         removed = False
-        claimed = txn.get(fp_key, db=self._oracle_db)
+        claimed = tables.get(_ORACLE, fp_key)
         if (
             claimed is not None
             and _TIME.unpack_from(claimed)[0] < notice.replaced_at
             and _url_after(claimed, _TIME.size) == notice.url
         ):
-            txn.delete(fp_key, db=self._oracle_db)
+            tables.delete(_ORACLE, fp_key)
             removed = True
-        first = txn.get(fp_key, db=self._fp_db)
+        first = tables.get(_FP, fp_key)
         if first is not None:
             first_fp, first_time = _FP_RECORD.unpack_from(first)
             if first_fp == url_fp and first_time < notice.replaced_at:
-                txn.delete(fp_key, db=self._fp_db)
+                tables.delete(_FP, fp_key)
                 removed = True
-        indexed = txn.get(url_key, db=self._near_sig_db)
+        indexed = tables.get(_NEAR_SIG, url_key)
         if indexed is not None and _NEAR_RECORD.unpack_from(indexed)[0] < notice.replaced_at:
             count = _NEAR_RECORD.unpack_from(indexed)[2]
             start = _NEAR_RECORD.size
             for offset in range(start, start + count * _BAND_KEY_BYTES, _BAND_KEY_BYTES):
-                txn.delete(bytes(indexed[offset : offset + _BAND_KEY_BYTES]), url_key, db=self._near_band_db)
-            txn.delete(url_key, db=self._near_sig_db)
+                self._discard_member(_NEAR_BAND, indexed[offset : offset + _BAND_KEY_BYTES], url_key)
+            tables.delete(_NEAR_SIG, url_key)
             removed = True
         if removed:
             self._changed()
@@ -524,52 +552,53 @@ class ContentSeen:
     def outdated_waiting(self) -> Iterator[tuple[int, OutdatedNotice]]:
         """Every notice not yet acknowledged, with the partition it is for (a scan: the table holds only
         what is on its way, a few seconds of the pages that changed)."""
-        with self._txn.cursor(db=self._outdated_db) as cursor:
-            for key, value in cursor.iternext(keys=True, values=True):
-                peer, _, replaced_at = _OUTDATED_KEY.unpack(bytes(key))
-                (fingerprint,) = _OUTDATED_VALUE.unpack_from(value)
-                yield peer, OutdatedNotice(_url_after(value, _OUTDATED_VALUE.size), fingerprint, replaced_at)
+        for value in self._tables.values(_OUTDATED):
+            peer, fingerprint, replaced_at = _OUTDATED_VALUE.unpack_from(value)
+            yield peer, OutdatedNotice(_url_after(value, _OUTDATED_VALUE.size), fingerprint, replaced_at)
 
     def outdated_delivered(self, peer: int, url: str, replaced_at: float) -> None:
         """`peer` has made its `forget_outdated` of this notice durable: it need not be sent again."""
-        if self._txn.delete(_OUTDATED_KEY.pack(peer, url_fingerprint(url), replaced_at), db=self._outdated_db):
+        key = _OUTDATED_KEY.pack(peer, url_fingerprint(url), replaced_at)
+        tables = self._tables
+        if tables.get(_OUTDATED, key) is not None:
+            tables.delete(_OUTDATED, key)
             self._changed()
 
     # -- queries -----------------------------------------------------------------------------------------
 
     def verdict_of(self, url: str) -> ContentVerdict | None:
         """The recorded verdict of a URL's last fetch (the duplicate-of relation), None if never seen."""
-        stored = self._txn.get(_key(url_fingerprint(url)), db=self._url_db)
+        tables = self._tables
+        stored = tables.get(_URL, _key(url_fingerprint(url)))
         if stored is None:
             return None
         record = _UrlRecord.unpack(stored)
         if record.kind in (ContentKind.NEW, ContentKind.UNCHANGED):
             return ContentVerdict(ContentKind.NEW)
-        original = self._txn.get(_key(record.of_url_fp), db=self._url_db)
+        original = tables.get(_URL, _key(record.of_url_fp))
         of_url: str | None = None
         of_time: float | None = None
         if original is not None:
             of = _UrlRecord.unpack(original)
             of_url, of_time = of.url, of.fetched_at
         elif record.kind == ContentKind.EXACT:
-            first = self._txn.get(_key(record.content_fp), db=self._fp_db)
+            first = tables.get(_FP, _key(record.content_fp))
             if first is not None:
                 of_time = _FP_RECORD.unpack_from(first)[1]
-                of_url = bytes(first[_FP_RECORD.size :]).decode("utf-8", "surrogatepass")
+                of_url = _url_after(first, _FP_RECORD.size)
         else:
-            elsewhere = self._txn.get(_key(url_fingerprint(record.url)), db=self._near_of_db)
+            elsewhere = tables.get(_NEAR_OF, _key(url_fingerprint(record.url)))
             if elsewhere is not None:
                 of_time, of_url = _TIME.unpack_from(elsewhere)[0], _url_after(elsewhere, _TIME.size)
         return ContentVerdict(record.kind, of_url, of_time, record.similarity)
 
     def urls(self) -> Iterator[str]:
         """Every URL with a recorded content fingerprint (for reports and tests: a full scan)."""
-        with self._txn.cursor(db=self._url_db) as cursor:
-            for value in cursor.iternext(keys=False, values=True):
-                yield _UrlRecord.unpack(value).url
+        for value in self._tables.values(_URL):
+            yield _UrlRecord.unpack(value).url
 
     def fingerprint_of(self, url: str) -> int | None:
-        stored = self._txn.get(_key(url_fingerprint(url)), db=self._url_db)
+        stored = self._tables.get(_URL, _key(url_fingerprint(url)))
         return None if stored is None else _UrlRecord.unpack(stored).content_fp
 
     # -- durability ---------------------------------------------------------------------------------------
@@ -577,38 +606,31 @@ class ContentSeen:
     def _changed(self) -> None:
         self._uncommitted += 1
         if self._uncommitted >= self.commit_every:
-            self._commit()
-
-    def _commit(self) -> None:
-        self._txn.commit()
-        self._txn = self._env.begin(write=True)
-        self._uncommitted = 0
+            self._tables.commit()
+            self._uncommitted = 0
 
     def commit(self) -> None:
-        """Make what was done so far durable now (LMDB syncs its commits), between checkpoints: what an
-        outdated notice tells must be durable before it is sent or acknowledged (distributed.outdated).
-        The set is then after its last checkpoint, which it may always be (see crash safety)."""
-        self._commit()
+        """Make what was done so far durable now (and fsynced), between checkpoints: what an outdated
+        notice tells must be durable before it is sent or acknowledged (distributed.outdated). The set
+        is then after its last checkpoint, which it may always be (see crash safety)."""
+        self._tables.sync()
+        self._uncommitted = 0
 
     def checkpoint(self) -> None:
         """Commit and flush: after a crash the set reopens at least as it is now."""
-        self._commit()
-        self._env.sync(True)
+        self._tables.sync()
+        self._uncommitted = 0
 
     def close(self) -> None:
-        if self._txn is None:
-            return
-        self._txn.commit()
-        self._env.sync(True)
-        self._txn = None
-        self._env.close()
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
     def abandon(self) -> None:
         """Drop uncommitted work and close, as a crash would (for tests and error paths)."""
-        if self._txn is not None:
-            self._txn.abort()
-            self._txn = None
-            self._env.close()
+        if self._store is not None:
+            self._store.abandon()
+            self._store = None
 
     def disk_bytes(self) -> int:
-        return sum(path.stat().st_size for path in self.directory.iterdir() if path.is_file())
+        return self._tables.disk_bytes()

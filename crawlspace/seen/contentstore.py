@@ -1,0 +1,374 @@
+"""Where the content set keeps its tables: a small key-value protocol, RocksDB behind it, a fake for tests.
+
+Why not LMDB any more (it held the set until this module): a crawl process's LMDB content set was
+its largest memory. Measured on `bench/throughput/run.py --skip-scrapy --fetch 100000` (92,483
+pages, 2 crawl processes, smaps at the peak): per process 147-155 MB of the LMDB map resident and a
+134 MB glibc heap, of the 801 MB PSS of the whole crawl. The keys are fingerprints, so every page's
+two dozen gets and puts land on random B-tree pages: over a crawl every page of the file is faulted
+into the map (the kernel maps 16 pages around each fault, MADV_RANDOM or not), and the file is twice
+its live data (copy-on-write pages of long write transactions). A write transaction also copies
+every B-tree page it touches into malloc'd memory (LMDB's dirty pages), which with random keys is
+most of the tree: `bench/seen/bench_content_memory.py` with 50,000 synthetic pages in one process,
+checkpointed every 5,000, ends with 132 MB of map and 62 MB of heap (against 18 MB of heap before
+the first page). Committing more often bounds the heap but not the map (44 MB saved at 500 pages a
+transaction, 32 us a page more).
+
+RocksDB (rocksdict, already the crawl table's store) reads its files with pread into a block
+cache of a size we choose, and keeps new writes in memtables of a size we choose, so the resident
+part is bounded by configuration, not by the crawl's length; the rest is the kernel's page cache,
+which belongs to no process. Measured with the same probe: see bench/README.md ("Memory").
+
+Transactions: the content set's promise is that after a crash it reopens at or after its last
+checkpoint, and that what came after the last commit is rolled back whole. RocksDB's write batches
+are atomic, but rocksdict cannot read a batch before it is written, and the set reads its own
+writes (a page's record, then its bands). So the writes since the last commit wait in `pending`
+(a dict, read first) and go to RocksDB as one batch at `commit`; the caller bounds how many pages
+that is (ContentSeen.commit_every). `sync` makes the committed batches durable against power loss
+too (an fsync of RocksDB's write-ahead log); a commit alone survives kill -9.
+
+Counting: RocksDB keeps no exact count of keys, and `len()` of the set is asked for, so the store
+counts the keys of the tables it is told to count, and writes the counts in every committed batch.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import struct
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+import rocksdict
+
+from crawlspace.seen.sortedruns import SeenStateError
+
+DEFAULT_CACHE_BYTES = 8 << 20
+"""RocksDB's block cache (data, index and filter blocks) of one content set."""
+DEFAULT_WRITE_BUFFER_BYTES = 4 << 20
+"""One memtable; RocksDB keeps at most two (one being flushed)."""
+_COUNT_TABLE = 0
+_COUNT = struct.Struct("<q")
+
+
+class ContentStore(Protocol):
+    """Tables of byte keys and values for seen.ContentSeen, with transactions of the caller's size.
+
+    Contract for implementers:
+    - `table` is a number in 1..255; keys of different tables never collide.
+    - reads see every write made so far, committed or not.
+    - `commit` makes the writes since the last commit one atomic unit that survives the process
+      being killed (kill -9); `sync` commits and makes everything committed survive a power loss.
+    - `abandon` drops the uncommitted writes and closes, as a crash would; reopening the same
+      directory then shows exactly the committed state.
+    - `count(table)` is exact for the tables named as counted when the store was made.
+    """
+
+    def get(self, table: int, key: bytes) -> bytes | None: ...
+
+    def get_many(self, table: int, keys: list[bytes]) -> list[bytes | None]:
+        """`get` of each key, in order (one call: a page's LSH bands)."""
+        ...
+
+    def put(self, table: int, key: bytes, value: bytes) -> None: ...
+
+    def delete(self, table: int, key: bytes) -> None: ...
+
+    def values(self, table: int) -> Iterator[bytes]:
+        """Every value of `table` (a full scan: for reports, tests and the small table of outdated notices)."""
+        ...
+
+    def count(self, table: int) -> int: ...
+
+    def commit(self) -> None: ...
+
+    def sync(self) -> None: ...
+
+    def close(self) -> None:
+        """Commit, sync and close."""
+        ...
+
+    def abandon(self) -> None: ...
+
+    def disk_bytes(self) -> int: ...
+
+
+class _Pending:
+    """The writes since the last commit (None: deleted), and the counts they leave."""
+
+    def __init__(self, counted: Iterable[int], counts: dict[int, int]) -> None:
+        self.writes: dict[bytes, bytes | None] = {}
+        self.counted = frozenset(counted)
+        self.counts = dict(counts)
+
+    def note(self, table: int, existed: bool, exists: bool) -> None:
+        if table in self.counted and existed != exists:
+            self.counts[table] = self.counts.get(table, 0) + (1 if exists else -1)
+
+
+class RocksContentStore:
+    """A ContentStore in a RocksDB database under `directory`, with bounded memory (see the module)."""
+
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        counted: Iterable[int] = (),
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        write_buffer_bytes: int = DEFAULT_WRITE_BUFFER_BYTES,
+    ) -> None:
+        self.directory = Path(directory)
+        options = rocksdict.Options(raw_mode=True)
+        options.create_if_missing(True)
+        options.set_write_buffer_size(write_buffer_bytes)
+        options.set_max_write_buffer_number(2)
+        options.set_max_background_jobs(1)
+        options.set_keep_log_file_num(2)
+        options.set_max_log_file_size(1 << 20)
+        options.set_compression_type(rocksdict.DBCompressionType.none())  # signatures and fingerprints: random
+        table = rocksdict.BlockBasedOptions()
+        table.set_block_cache(rocksdict.Cache(cache_bytes))
+        table.set_bloom_filter(10, False)  # most lookups are of fingerprints not seen yet
+        table.set_cache_index_and_filter_blocks(False)  # in the cache they cost 2x the CPU (evicted, read again)
+        table.set_pin_l0_filter_and_index_blocks_in_cache(True)
+        options.set_block_based_table_factory(table)
+        try:
+            self._db: rocksdict.Rdict | None = rocksdict.Rdict(str(self.directory), options=options)
+        except Exception as exc:  # rocksdict raises plain exceptions: a lock held, a corrupt file
+            raise SeenStateError(f"{self.directory}: cannot open the content set ({exc})") from exc
+        self._unsynced = rocksdict.WriteOptions()
+        self._unsynced.sync = False
+        counts = {}
+        for table_number in counted:
+            stored = self._db.get(bytes((_COUNT_TABLE, table_number)))
+            counts[table_number] = _COUNT.unpack(stored)[0] if stored is not None else 0
+        self._pending = _Pending(counted, counts)
+
+    def __repr__(self) -> str:
+        return f"RocksContentStore({str(self.directory)!r}, {len(self._pending.writes)} uncommitted)"
+
+    def _open(self) -> rocksdict.Rdict:
+        if self._db is None:
+            raise SeenStateError(f"{self.directory}: the content set is closed")
+        return self._db
+
+    def get(self, table: int, key: bytes) -> bytes | None:
+        full = bytes((table,)) + key
+        writes = self._pending.writes
+        if full in writes:
+            return writes[full]
+        value: bytes | None = self._open().get(full)
+        return value
+
+    def get_many(self, table: int, keys: list[bytes]) -> list[bytes | None]:
+        prefix = bytes((table,))
+        full = [prefix + key for key in keys]
+        writes = self._pending.writes
+        found = cast(list[bytes | None], self._open().get(cast(list[Any], full)))  # MultiGet: half the cost of gets
+        return [writes.get(key, value) for key, value in zip(full, found, strict=True)]
+
+    def put(self, table: int, key: bytes, value: bytes) -> None:
+        if table in self._pending.counted:
+            self._pending.note(table, self.get(table, key) is not None, True)
+        self._pending.writes[bytes((table,)) + key] = value
+
+    def delete(self, table: int, key: bytes) -> None:
+        if table in self._pending.counted:
+            self._pending.note(table, self.get(table, key) is not None, False)
+        self._pending.writes[bytes((table,)) + key] = None
+
+    def values(self, table: int) -> Iterator[bytes]:
+        prefix = bytes((table,))
+        writes = dict(self._pending.writes)
+        options = rocksdict.ReadOptions()
+        if table < 255:
+            options.set_iterate_upper_bound(bytes((table + 1,)))
+        iterator = self._open().iter(options)
+        iterator.seek(prefix)
+        while iterator.valid():
+            key = iterator.key()
+            if key[:1] != prefix:
+                break
+            if key in writes:
+                value = writes.pop(key)
+                if value is not None:
+                    yield value
+            else:
+                yield iterator.value()
+            iterator.next()
+        for key, value in writes.items():
+            if key[:1] == prefix and value is not None:
+                yield value
+
+    def count(self, table: int) -> int:
+        if table not in self._pending.counted:
+            raise ValueError(f"table {table} is not counted")
+        return self._pending.counts.get(table, 0)
+
+    def commit(self) -> None:
+        pending = self._pending
+        if not pending.writes:
+            return
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        for key, value in pending.writes.items():
+            if value is None:
+                batch.delete(key)
+            else:
+                batch.put(key, value)
+        for table_number, count in pending.counts.items():
+            batch.put(bytes((_COUNT_TABLE, table_number)), _COUNT.pack(count))
+        try:
+            self._open().write(batch, self._unsynced)
+        except Exception as exc:  # rocksdict raises plain exceptions for I/O errors
+            raise _os_error(self.directory, exc) from exc
+        pending.writes.clear()
+
+    def sync(self) -> None:
+        self.commit()
+        try:
+            self._open().flush_wal(True)
+        except Exception as exc:
+            raise _os_error(self.directory, exc) from exc
+
+    def close(self) -> None:
+        if self._db is None:
+            return
+        self.sync()
+        self._db.close()
+        self._db = None
+
+    def abandon(self) -> None:
+        if self._db is None:
+            return
+        self._pending.writes.clear()
+        self._db.close()
+        self._db = None
+
+    def disk_bytes(self) -> int:
+        return sum(path.stat().st_size for path in self.directory.iterdir() if path.is_file())
+
+
+def _os_error(directory: Path, exc: Exception) -> OSError:
+    """RocksDB's I/O error as the OSError the engine handles (ENOSPC stops the crawl as disk-full)."""
+    text = str(exc)
+    code = errno.ENOSPC if "No space left" in text else errno.EDQUOT if "quota" in text.lower() else errno.EIO
+    return OSError(code, f"{directory}: the content set could not be written ({text})")
+
+
+class MemoryContentStore:
+    """A ContentStore in dicts, for tests: `committed` is what a reopened store would find."""
+
+    def __init__(self, *, counted: Iterable[int] = (), committed: dict[bytes, bytes] | None = None) -> None:
+        self.committed: dict[bytes, bytes] = {} if committed is None else committed
+        self.commits = 0
+        self.syncs = 0
+        self.closed = False
+        counts: dict[int, int] = {}
+        for table in counted:
+            counts[table] = sum(1 for key in self.committed if key[0] == table)
+        self._pending = _Pending(counted, counts)
+
+    def __repr__(self) -> str:
+        return f"MemoryContentStore({len(self.committed)} committed, {len(self._pending.writes)} uncommitted)"
+
+    def reopened(self) -> MemoryContentStore:
+        """A new store over what this one committed (as after a crash or a close)."""
+        return MemoryContentStore(counted=self._pending.counted, committed=self.committed)
+
+    def get(self, table: int, key: bytes) -> bytes | None:
+        full = bytes((table,)) + key
+        if full in self._pending.writes:
+            return self._pending.writes[full]
+        return self.committed.get(full)
+
+    def get_many(self, table: int, keys: list[bytes]) -> list[bytes | None]:
+        return [self.get(table, key) for key in keys]
+
+    def put(self, table: int, key: bytes, value: bytes) -> None:
+        self._pending.note(table, self.get(table, key) is not None, True)
+        self._pending.writes[bytes((table,)) + key] = value
+
+    def delete(self, table: int, key: bytes) -> None:
+        self._pending.note(table, self.get(table, key) is not None, False)
+        self._pending.writes[bytes((table,)) + key] = None
+
+    def values(self, table: int) -> Iterator[bytes]:
+        merged = {**self.committed, **self._pending.writes}
+        for key in sorted(merged):
+            value = merged[key]
+            if key[0] == table and value is not None:
+                yield value
+
+    def count(self, table: int) -> int:
+        if table not in self._pending.counted:
+            raise ValueError(f"table {table} is not counted")
+        return self._pending.counts.get(table, 0)
+
+    def commit(self) -> None:
+        for key, value in self._pending.writes.items():
+            if value is None:
+                self.committed.pop(key, None)
+            else:
+                self.committed[key] = value
+        self._pending.writes.clear()
+        self.commits += 1
+
+    def sync(self) -> None:
+        self.commit()
+        self.syncs += 1
+
+    def close(self) -> None:
+        self.sync()
+        self.closed = True
+
+    def abandon(self) -> None:
+        self._pending.writes.clear()
+        self._pending = _Pending(self._pending.counted, {t: self.reopened().count(t) for t in self._pending.counted})
+        self.closed = True
+
+    def disk_bytes(self) -> int:
+        return sum(len(key) + len(value) for key, value in self.committed.items())
+
+
+LMDB_TABLES = (b"fp", b"url", b"band", b"meta", b"oracle", b"nearband", b"nearsig", b"nearof")
+"""The named databases of the LMDB content sets of crawls made before this store, in table order."""
+LMDB_MULTI = (b"band", b"nearband")
+
+
+def migrate_lmdb(directory: Path, store: ContentStore, numbers: dict[bytes, int]) -> bool:
+    """Copy an LMDB content set (a crawl begun before this store) in `directory` into `store`, then
+    remove its files; False if there is none. The values are the same bytes; a band table's values
+    for one key (LMDB dupsort) become one value of concatenated members, as ContentSeen keeps them."""
+    data = directory / "data.mdb"
+    if not data.exists():
+        return False
+    import lmdb
+
+    try:
+        env = lmdb.open(str(directory), readonly=True, lock=False, max_dbs=len(LMDB_TABLES), subdir=True)
+    except lmdb.Error as exc:
+        raise SeenStateError(f"{directory}: cannot read the LMDB content set to migrate it ({exc})") from exc
+    try:
+        with env.begin() as txn:
+            for name in LMDB_TABLES:
+                try:
+                    database = env.open_db(name, txn=txn, create=False, dupsort=name in LMDB_MULTI)
+                except lmdb.NotFoundError:
+                    continue  # a table the crawl's version did not have yet
+                table = numbers[name]
+                with txn.cursor(db=database) as cursor:
+                    if name in LMDB_MULTI:
+                        for key, group in itertools.groupby(cursor.iternext(), key=lambda pair: bytes(pair[0])):
+                            store.put(table, key, b"".join(bytes(value) for _, value in group))
+                    else:
+                        for key, value in cursor.iternext():
+                            store.put(table, bytes(key), bytes(value))
+                store.commit()
+    except lmdb.Error as exc:
+        raise SeenStateError(f"{directory}: cannot read the LMDB content set to migrate it ({exc})") from exc
+    finally:
+        env.close()
+    store.sync()
+    for leftover in ("data.mdb", "lock.mdb"):
+        (directory / leftover).unlink(missing_ok=True)
+    return True
