@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
-import time
 
 import numpy as np
 import pytest
@@ -108,14 +108,18 @@ def test_config_round_trips_and_rejects_unknown_keys() -> None:
         SimWebConfig.from_dict({"hostz": 3})
 
 
-def test_ten_thousand_hosts_generate_in_seconds() -> None:
-    started = time.perf_counter()
+def test_ten_thousand_hosts_are_held_as_arrays_and_rendered_on_request() -> None:
+    """How fast this goes is bench/simweb/bench_generate.py's to measure; here, that the big web keeps
+    no page bodies: its arrays stay a small fraction of the text it serves, and a page far into it is
+    rendered on request, the same each time, near its drawn size."""
     big = SimWeb.generate(SimWebConfig(hosts=10_000, seed=1))
-    elapsed = time.perf_counter() - started
     assert 150_000 <= big.data.pages <= 250_000
-    assert elapsed < 20, elapsed
-    # serving a page of the big web costs well under a millisecond and needs no stored body
+    arrays = [getattr(big.data, field.name) for field in dataclasses.fields(big.data)]
+    stored = sum(array.nbytes for array in arrays if isinstance(array, np.ndarray))
+    served = int(big.data.page_bytes.sum())
+    assert stored < served / 20, (stored, served)
     host = big.host_index(big.hosts[9_999])
-    started = time.perf_counter()
     response = big.response(host, "/")
-    assert response.status == 200 and time.perf_counter() - started < 0.5
+    assert response.status == 200 and response.body == big.response(host, "/").body
+    page = int(big.data.host_start[host])
+    assert 0.5 * big.data.page_bytes[page] <= len(response.body) <= 2 * big.data.page_bytes[page] + 4096
