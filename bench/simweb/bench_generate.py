@@ -38,7 +38,8 @@ def main() -> None:
         web.body(url)
         rendering.append(time.perf_counter() - started)
     print(f"{args.hosts} hosts, {web.data.pages} pages")
-    print(f"generate: median {statistics.median(generation):.2f} s over {args.rounds} rounds (max {max(generation):.2f})")
+    median = statistics.median(generation)
+    print(f"generate: median {median:.2f} s over {args.rounds} rounds (max {max(generation):.2f})")
     quantiles = np.percentile(np.array(rendering) * 1000, [50, 95, 99])
     print("render one page: p50 {:.3f} ms, p95 {:.3f} ms, p99 {:.3f} ms".format(*quantiles))
 

@@ -29,6 +29,7 @@ from crawlspace.urls.fingerprint import content_fingerprint
 from tests.distributed.memory_peers import MemoryNetwork
 from tests.distributed.redis_server import RedisServer
 from tests.distributed.test_redis_peers import KEYS, FakeInbox, until
+from tests.killing import kill_at_first_line
 from tests.seen.test_content import changed, text_of
 
 PAGE = "http://a.test/page"
@@ -347,23 +348,9 @@ def test_a_notice_survives_kill_9_of_either_side_and_is_applied_after_the_restar
     """kill -9 of the sender after its notice was committed (not yet sent), and of the receiver after it
     applied the notice but before committing (so before it could acknowledge): both restarted, the
     notice goes again and the old body's first URL is gone from the owner for good."""
-    import os
-    import signal
-    import subprocess
-    import sys
-
     old, new = owned_by(1, 700), text_of(701)
     for role in ("sender", "owner"):
-        process = subprocess.Popen(
-            [sys.executable, "-c", _KILLED_PARTITION, role, str(tmp_path / role), old, new],
-            stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        try:
-            assert process.stdout is not None and process.stdout.readline().strip() == "ready"
-        finally:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
-        assert process.returncode == -signal.SIGKILL
+        assert kill_at_first_line(_KILLED_PARTITION, role, str(tmp_path / role), old, new) == "ready"
 
     async def run() -> None:
         network = MemoryNetwork()

@@ -12,6 +12,7 @@ from crawlspace.seen.content import ContentKind, ContentSeen
 from crawlspace.seen.sortedruns import SeenStateError
 from crawlspace.simweb import SimWeb, SimWebConfig
 from crawlspace.urls.fingerprint import content_fingerprint
+from tests.killing import kill_at_first_line
 
 WORDS = [f"w{index}x" for index in range(3000)]
 
@@ -146,22 +147,9 @@ time.sleep(60)
 def test_forgotten_entries_stay_forgotten_after_kill_9_and_kept_ones_stay(tmp_path: Path) -> None:
     """A kill -9 after a checkpoint: the set reopens at it, neither resurrecting the fingerprint and
     LSH entries a refetch dropped nor losing the ones it kept; what came after is rolled back whole."""
-    import os
-    import signal
-    import subprocess
-    import sys
-
     own, other, third = text_of(16), text_of(17), text_of(18)
     directory = tmp_path / "content"
-    process = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_WRITER, str(directory), own, other, third], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
-    finally:
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-    assert process.returncode == -signal.SIGKILL
+    assert kill_at_first_line(_KILLED_WRITER, str(directory), own, other, third) == "ready"
     content = ContentSeen(directory)
     assert content.fingerprint_of("http://a.test/") == content_fingerprint(other.encode())
     assert content.fingerprint_of("http://b.test/") == content_fingerprint(other.encode())  # B's change rolled back

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +11,7 @@ import pytest
 
 from crawlspace.store.crawltable import CrawlTable, CrawlTableError, FetchInfo, fetch_info, format_row
 from crawlspace.store.rowkey import row_key
+from tests.killing import kill_at_first_line
 
 
 @pytest.fixture
@@ -271,12 +268,7 @@ def test_a_killed_writer_loses_only_its_uncommitted_batch(tmp_path: Path) -> Non
         sys.stdin.read()
         """
     )
-    process = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
-        os.kill(process.pid, signal.SIGKILL)
-    finally:
-        process.wait()
+    assert kill_at_first_line(script) == "ready"
     with CrawlTable(tmp_path / "t") as table:
         rows = list(table.scan())
     assert len(rows) == 2000

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from crawlspace.store.warc import (
     sha1_digest,
     warc_date,
 )
+from tests.killing import kill_at_first_line
 from tests.store.builders import fetch_result, html_page
 
 PAGE = html_page("Hello", "Some words " * 200, [("/b", "to b"), ("http://other.test/", "other")])
@@ -362,13 +362,7 @@ def slow_disk(fd, data):
 warc.os.write = slow_disk
 writer.write_exchange(fetch_result("http://a.test/torn", os.urandom(20000)))
 """
-    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        torn = int(process.stdout.readline())
-        os.kill(process.pid, signal.SIGKILL)
-    finally:
-        process.wait()
+    torn = int(kill_at_first_line(script))
     (path,) = warc_files(tmp_path)
     size = path.stat().st_size
     (report,) = WarcWriter.recover(tmp_path)
