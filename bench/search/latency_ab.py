@@ -5,7 +5,8 @@
 
 DIR is an index of the generated pages (`profile_queries.py --index DIR` builds it: 100,000 pages, 1 shard,
 4 segments). Each round runs each side in its own process (`--baseline` first on its sys.path for the
-baseline), both over the same queries (bench_index.draw_queries, seeds 1, 2 and 4), warming the page cache
+baseline), both over the same queries (bench_index.draw_queries, seeds 1, 2 and 4, and phrases of 2 and 3
+words in a row of a random page), warming the page cache
 with 20 queries first; a side prints p50/p95/p99 per kind of query, and the summary gives the median over
 rounds of each side's p95 and the ratio.
 """
@@ -46,6 +47,18 @@ print(json.dumps(out))
 """
 
 
+def draw_phrases(documents: list, count: int, words: int) -> list[str]:
+    from crawlspace.index import tokenize
+
+    rng = np.random.default_rng(100 + words)
+    out = []
+    for _ in range(count):
+        tokens = tokenize(documents[int(rng.integers(len(documents)))].text)
+        start = int(rng.integers(len(tokens) - words))
+        out.append(" ".join(tokens[start : start + words]))
+    return out
+
+
 def run_side(source: Path, queries: Path, index: Path) -> dict[str, list[float]]:
     code = f"import sys; sys.path.insert(0, {str(source)!r}); " + CHILD
     done = subprocess.run([sys.executable, "-c", code, str(queries), str(index)], capture_output=True, text=True)
@@ -72,6 +85,8 @@ def main() -> None:
         kind: [joiner.join(q) for q in draw_queries(documents, args.queries, terms, seed=terms)]
         for kind, terms, joiner in KINDS
     }
+    for words in (2, 3):  # phrases: words in a row of a random page, so at least that page has each
+        queries[f"{words}-word phrase"] = [f'"{phrase}"' for phrase in draw_phrases(documents, args.queries, words)]
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as out:
         json.dump(queries, out)
     sides = {"baseline": args.baseline.resolve(), "this tree": TREE}
@@ -82,13 +97,13 @@ def main() -> None:
             for kind, (p50, p95_ms, p99) in figures.items():
                 p95[side][kind].append(p95_ms)
                 print(
-                    f"round {round_number} {side:>9} {kind:>13}: p50 {p50:6.2f}  p95 {p95_ms:6.2f}  p99 {p99:6.2f} ms"
+                    f"round {round_number} {side:>9} {kind:>15}: p50 {p50:6.2f}  p95 {p95_ms:6.2f}  p99 {p99:6.2f} ms"
                 )
             sys.stdout.flush()
     print("\nmedian p95 over rounds (ms): baseline / this tree / ratio")
     for kind in queries:
         base, new = float(np.median(p95["baseline"][kind])), float(np.median(p95["this tree"][kind]))
-        print(f"  {kind:>13}: {base:7.2f} / {new:6.2f} / {base / new:5.1f} x")
+        print(f"  {kind:>15}: {base:7.2f} / {new:6.2f} / {base / new:5.1f} x")
     Path(out.name).unlink()
 
 

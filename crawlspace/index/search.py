@@ -7,7 +7,8 @@ hands the rest to `topk.top_k`: block-max MaxScore for a disjunctive query, a ra
 intersection with block-max skips for a conjunctive one, over the segment's blocks in place (the
 memory-mapped codes), with each document's field-length norms computed once per searcher. A query
 with phrases is scored exhaustively by the kernel (every document having its terms), then its
-candidates are checked for the phrases best score first until k have them.
+candidates are checked for the phrases by `phrases.phrase_matches` (in doc-id order, each block
+decoded once) and the best k of those holding them kept.
 
 Exactness: a document's score is the sum of its term scores in query order, whichever path found
 it, and ties are broken by URL, so the pruned top k is the exhaustive top k (`prune=False`
@@ -217,25 +218,31 @@ class SegmentSearcher:
                 counters.blocks_decoded += term.end - term.first
         return allowed
 
-    def _has_phrase(self, phrase: Sequence[str], doc: int) -> bool:
-        per_term = []
-        for word in phrase:
-            term = self._term(word)
-            posting = None if term is None else self._posting(term, doc)
-            if posting is None:
-                return False
-            block, row, freqs = posting
-            per_term.append(self.segment.positions(block, row, freqs))
-        for field_index in range(len(per_term[0])):
-            starts = None
-            for offset, positions in enumerate(per_term):
-                shifted = positions[field_index] - offset
-                starts = shifted if starts is None else np.intersect1d(starts, shifted, assume_unique=True)
-                if not starts.size:
-                    break
-            if starts is not None and starts.size:
-                return True
-        return False
+    def _phrase_mask(self, phrase: Sequence[str], docs: I64Array) -> npt.NDArray[np.bool_]:
+        """Which of `docs` hold `phrase` (see `phrases.phrase_matches`)."""
+        from crawlspace.index.phrases import phrase_matches  # numba, as in _top_k
+        from crawlspace.index.topk import OK
+
+        looked_up = [self._term(word) for word in phrase]
+        terms = [term for term in looked_up if term is not None]
+        if len(terms) < len(looked_up) or not docs.size:
+            return np.zeros(docs.size, dtype=bool)
+        order = np.argsort(docs, kind="stable")
+        has, status = phrase_matches(
+            *self.segment.block_codes(),
+            *self.segment.position_codes(),
+            np.array([t.first for t in terms], dtype=np.int64),
+            np.array([t.end for t in terms], dtype=np.int64),
+            np.array([t.df for t in terms], dtype=np.int64),
+            self.segment.docs,
+            self.norms.shape[1],
+            docs[order],
+        )
+        if status != OK:
+            raise SegmentFormatError(f"{self.segment.path}: a postings block does not decode to its table's counts")
+        mask = np.empty(docs.size, dtype=bool)
+        mask[order] = has
+        return mask
 
     def _top_k(
         self,
@@ -291,18 +298,18 @@ class SegmentSearcher:
         excluded_phrases = [phrase for phrase in query.excluded if len(phrase) > 1]
         if not query.phrases and not excluded_phrases:
             docs, scores = self._top_k(terms, allowed, query.conjunctive, prune, k, counters)
-        else:  # every document with the terms, then the phrases checked best first until k have them
+        else:  # every document with the terms, then the phrases checked; the best k of those holding them
             docs, scores = self._top_k(terms, allowed, query.conjunctive, False, segment.docs, counters)
-            kept: list[int] = []
-            for row in np.argsort(-scores, kind="stable").tolist():
-                if len(kept) >= k and scores[row] < scores[kept[k - 1]]:
-                    break
-                doc = int(docs[row])
-                if all(self._has_phrase(p, doc) for p in query.phrases) and not any(
-                    self._has_phrase(p, doc) for p in excluded_phrases
-                ):
-                    kept.append(row)
-            docs, scores = docs[kept], scores[kept]
+            keep = np.ones(docs.size, dtype=bool)
+            for phrase in query.phrases:
+                keep &= self._phrase_mask(phrase, docs)
+            for phrase in excluded_phrases:
+                keep &= ~self._phrase_mask(phrase, docs)
+            ranked = np.argsort(-scores, kind="stable")
+            ranked = ranked[keep[ranked]]
+            if ranked.size > k:  # the k-th score and every one tied with it, as the flat path returns
+                ranked = ranked[scores[ranked] >= scores[ranked[k - 1]]]
+            docs, scores = docs[ranked], scores[ranked]
         hits = [
             Hit(segment.url(doc), score, segment.title(doc), 0, doc, int(self.groups[doc]))
             for doc, score in zip(docs.tolist(), scores.tolist(), strict=True)

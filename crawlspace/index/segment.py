@@ -570,6 +570,11 @@ class Segment:
             self.block_last_doc,
         )
 
+    def position_codes(self) -> tuple[npt.NDArray[np.uint8], npt.NDArray[Any]]:
+        """Every block's position codes as stored, and where each block's end (what
+        `phrases.phrase_matches` decodes in place)."""
+        return self._position_codes, self._position_end
+
     def position_stream(self) -> npt.NDArray[np.uint8]:
         """Every block's position codes, in block order (a merge decodes them all at once)."""
         return self._position_codes

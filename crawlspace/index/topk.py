@@ -44,11 +44,11 @@ BAD_BLOCK = 1
 
 _END = np.int64(1 << 62)
 """The doc id of an exhausted cursor: above every real one."""
-_BLOCK = 128
+BLOCK = 128
 
 
 @jit
-def _varints(codes, start, stop, count, out, row, offset):
+def varints(codes, start, stop, count, out, row, offset):
     """Decodes `count` LEB128 values of codes[start:stop] into out[row, offset:]; False unless they
     fill it exactly (a row and offset, not a view: a view costs reference counting in the loop)."""
     at = start
@@ -69,11 +69,11 @@ def _varints(codes, start, stop, count, out, row, offset):
 
 
 @jit
-def _load(t, block, first, df, doc_codes, doc_end, block_last_doc, ndocs, docs, counts):
+def load_docs(t, block, first, df, doc_codes, doc_end, block_last_doc, ndocs, docs, counts):
     """Decodes block `block` of term t (whose blocks start at `first`) into docs[t]."""
-    count = _BLOCK if block < first + (df + _BLOCK - 1) // _BLOCK - 1 else df - (block - first) * _BLOCK
+    count = BLOCK if block < first + (df + BLOCK - 1) // BLOCK - 1 else df - (block - first) * BLOCK
     start = np.int64(doc_end[block - 1]) if block > 0 else np.int64(0)
-    if count <= 0 or count > _BLOCK or not _varints(doc_codes, start, np.int64(doc_end[block]), count, docs, t, 0):
+    if count <= 0 or count > BLOCK or not varints(doc_codes, start, np.int64(doc_end[block]), count, docs, t, 0):
         return False
     previous = np.int64(-1) if block == first else np.int64(block_last_doc[block - 1])
     for i in range(count):
@@ -86,12 +86,12 @@ def _load(t, block, first, df, doc_codes, doc_end, block_last_doc, ndocs, docs, 
 
 
 @jit
-def _load_freqs(t, block, count, freq_codes, freq_end, sparse_codes, sparse_end, freqs, scratch):
+def load_freqs(t, block, count, freq_codes, freq_end, sparse_codes, sparse_end, freqs, scratch):
     """Decodes the frequencies per field (title, text, anchor) of block `block` into freqs[t]: a
     code per posting (text frequency << 2 | title present << 1 | anchor present), then the title
     and anchor frequencies present, in posting order."""
     start = np.int64(freq_end[block - 1]) if block > 0 else np.int64(0)
-    if not _varints(freq_codes, start, np.int64(freq_end[block]), count, scratch, 0, 0):
+    if not varints(freq_codes, start, np.int64(freq_end[block]), count, scratch, 0, 0):
         return False
     at = np.int64(sparse_end[block - 1]) if block > 0 else np.int64(0)
     stop = np.int64(sparse_end[block])
@@ -99,7 +99,7 @@ def _load_freqs(t, block, count, freq_codes, freq_end, sparse_codes, sparse_end,
     for i in range(count):
         sparse += (scratch[0, i] >> 1) & 1
         sparse += scratch[0, i] & 1
-    if not _varints(sparse_codes, at, stop, sparse, scratch, 0, count):
+    if not varints(sparse_codes, at, stop, sparse, scratch, 0, count):
         return False
     taken = count
     for i in range(count):
@@ -132,7 +132,7 @@ def _advance(
         if b == end[t]:
             current[t] = _END
             return 0
-        if not _load(t, b, first[t], df[t], doc_codes, doc_end, block_last_doc, ndocs, docs, counts):
+        if not load_docs(t, b, first[t], df[t], doc_codes, doc_end, block_last_doc, ndocs, docs, counts):
             return -1
         loaded = 1
         block[t] = b
@@ -187,9 +187,9 @@ def top_k(
     scored = 0
     decoded = 0
 
-    docs = np.empty((terms, _BLOCK), np.int64)
-    freqs = np.empty((terms, _BLOCK, fields), np.int64)
-    scratch = np.empty((1, 3 * _BLOCK), np.int64)  # a block's codes, then its sparse values
+    docs = np.empty((terms, BLOCK), np.int64)
+    freqs = np.empty((terms, BLOCK, fields), np.int64)
+    scratch = np.empty((1, 3 * BLOCK), np.int64)  # a block's codes, then its sparse values
     counts = np.zeros(terms, np.int64)
     block = first.copy()
     freqs_of = np.full(terms, -1, np.int64)  # the block whose frequencies freqs[t] holds
@@ -204,7 +204,7 @@ def top_k(
             m = block_max_tfn[b]
             bound[t] = max(bound[t], idf[t] * (m / (m + k1)) * slack)
         if first[t] < end[t]:
-            if not _load(t, first[t], first[t], df[t], doc_codes, doc_end, block_last_doc, ndocs, docs, counts):
+            if not load_docs(t, first[t], first[t], df[t], doc_codes, doc_end, block_last_doc, ndocs, docs, counts):
                 return out_docs[:0], out_scores[:0], scored, decoded, BAD_BLOCK
             decoded += 1
             current[t] = docs[t, 0]
@@ -288,7 +288,7 @@ def top_k(
                 t = order[i]
                 if current[t] == d:
                     if freqs_of[t] != block[t]:
-                        if not _load_freqs(
+                        if not load_freqs(
                             t, block[t], counts[t], freq_codes, freq_end, sparse_codes, sparse_end, freqs, scratch
                         ):
                             return out_docs[:0], out_scores[:0], scored, decoded, BAD_BLOCK
@@ -323,7 +323,7 @@ def top_k(
                     decoded += moved
                     if current[t] == d:
                         if freqs_of[t] != block[t]:
-                            if not _load_freqs(
+                            if not load_freqs(
                                 t, block[t], counts[t], freq_codes, freq_end, sparse_codes, sparse_end, freqs, scratch
                             ):
                                 return out_docs[:0], out_scores[:0], scored, decoded, BAD_BLOCK
