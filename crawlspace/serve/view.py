@@ -18,12 +18,13 @@ data. Calls are not thread-safe: the server makes them on one thread of its own.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import json
 import math
 import time
-from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +33,7 @@ from crawlspace.config import ConfigError, CrawlConfig
 from crawlspace.crawl.control import CONTROL_FILE, read_command
 from crawlspace.crawl.hostfile import HostFiles, read_host_files
 from crawlspace.robots import parse as parse_robots
+from crawlspace.serve.hosttable import HostFigures, HostPage, HostQuery, HostTable
 from crawlspace.store.crawltable import CrawlTableError, FetchInfo
 from crawlspace.store.reader import CrawlReader, KeyRange
 from crawlspace.store.rowkey import RowKeyError, row_key
@@ -171,50 +173,6 @@ class NodeStatus(Protocol):
 
 
 @dataclass(slots=True)
-class HostFigures:
-    """One host's fetches as the crawl table holds them (its newest fetch of each URL)."""
-
-    host: str
-    pages: int = 0
-    ok: int = 0
-    redirects: int = 0
-    client_errors: int = 0
-    server_errors: int = 0
-    failures: int = 0
-    """Attempts without a response (timeouts, DNS and connection errors)."""
-    bytes: int = 0
-    seconds: float = 0.0
-    last_fetched: float = 0.0
-
-    def add(self, fetch: FetchInfo) -> None:
-        self.pages += 1
-        status = fetch.status
-        if 200 <= status < 300:
-            self.ok += 1
-        elif 300 <= status < 400:
-            self.redirects += 1
-        elif 400 <= status < 500:
-            self.client_errors += 1
-        elif status >= 500:
-            self.server_errors += 1
-        else:
-            self.failures += 1
-        self.bytes += fetch.length
-        self.seconds += fetch.duration
-        self.last_fetched = max(self.last_fetched, fetch.fetched)
-
-    def to_dict(self) -> dict[str, Any]:
-        """(By hand: `asdict` took four fifths of the hosts list's time on a crawl of 1,000 hosts.)"""
-        return {
-            "host": self.host, "pages": self.pages, "ok": self.ok, "redirects": self.redirects,
-            "client_errors": self.client_errors, "server_errors": self.server_errors, "failures": self.failures,
-            "bytes": self.bytes, "seconds": self.seconds, "last_fetched": self.last_fetched,
-            "errors": self.client_errors + self.server_errors + self.failures,
-            "mean_seconds": round(self.seconds / self.pages, 4) if self.pages else 0.0,
-        }  # fmt: skip
-
-
-@dataclass(slots=True)
 class TableFigures:
     """The table-wide figures of one scan."""
 
@@ -320,6 +278,22 @@ _COUNTERS: tuple[tuple[str, str, str, Any], ...] = (
 )
 
 
+_NO_HOSTS: dict[str, HostFigures] = {}
+HOST_SCANS_KEPT = 8
+"""Hosts whose page's scan is kept (an operator going back and forth between a few)."""
+
+
+@dataclass(slots=True)
+class HostScan:
+    """What a host's page shows of the crawl table and the robots.txt log, as one scan found it."""
+
+    figures: HostFigures
+    recent: list[dict[str, Any]]
+    robots: list[dict[str, Any]]
+    scanned_at: float
+    next_scan: float
+
+
 class CrawlView:
     """The dashboard's read-only model of one crawl directory (see the module docstring)."""
 
@@ -345,6 +319,8 @@ class CrawlView:
         self._reader_progress: float | None = None
         self._figures: TableFigures | None = None
         self._next_scan = 0.0
+        self._host_table = HostTable()
+        self._host_scans: OrderedDict[str, HostScan] = OrderedDict()
 
     @property
     def robots_agent(self) -> str:
@@ -526,43 +502,65 @@ class CrawlView:
         self._next_scan = self._monotonic() + max(MIN_SCAN_INTERVAL, SCAN_COST_FACTOR * figures.scan_seconds)
         return figures
 
-    def hosts(self) -> list[dict[str, Any]]:
-        """Every host's figures, most pages first, with the Crawl-delay its robots.txt asks of the
-        crawl's agent (None: none asked, or no robots.txt kept) and, for the hosts the frontier's
-        report lists (those with most URLs queued), what the frontier holds of them now (`live`:
-        queued URLs, next contact, current delay and its cause); hosts listed there but not yet
-        fetched come last."""
+    def hosts(self, query: HostQuery | None = None) -> HostPage:
+        """One page of the hosts table (serve/hosttable.py): each host's figures from the last table
+        scan with the Crawl-delay its robots.txt asks of the crawl's agent (None: none asked, or no
+        robots.txt kept) and, for the hosts the frontier's report lists (those with most URLs queued),
+        what the frontier holds of them now (`live`: queued URLs, next contact, current delay and its
+        cause); hosts listed there but not yet fetched are rows too, with no fetch. The orders are
+        kept between calls until the scan or the report changes."""
         figures = self.figures()
-        live = self.host_files().rows()
-        rows = []
-        if figures is not None:
-            ordered = sorted(figures.hosts.values(), key=lambda h: (-h.pages, h.host))
-            rows = [
-                host.to_dict() | {"crawl_delay": figures.crawl_delays.get(host.host), "live": live.pop(host.host, None)}
-                for host in ordered
-            ]
-        for name, row in sorted(live.items()):
-            rows.append(HostFigures(name).to_dict() | {"crawl_delay": row.get("crawl_delay"), "live": row})
-        return rows
+        if figures is None:
+            self._host_table.update(_NO_HOSTS, {}, self.host_files().rows())
+        else:
+            self._host_table.update(figures.hosts, figures.crawl_delays, self.host_files().rows())
+        return self._host_table.page(query or HostQuery())
 
     def host(self, host: str) -> dict[str, Any] | None:
-        """One host: its figures, its newest fetches, and each of its origins' robots.txt as fetched
-        with the rules that apply to the crawl's agent."""
+        """One host: its figures, its newest fetches (RECENT_FETCHES), each of its origins' robots.txt
+        as fetched with the rules that apply to the crawl's agent, and the frontier's row of it now.
+
+        The table's part is one scan of the host's rows, whose cost grows with its URLs (a second for
+        100,000 of them): kept, and done again under the cost rule of the table-wide scan (module
+        docstring), its time given as `scanned_at`; memory holds RECENT_FETCHES fetches, not all."""
         reader = self.reader()
         if reader is None:
             return None
+        kept = self._host_scans.get(host)
+        now = self._monotonic()
+        if kept is None or (self.live and now >= kept.next_scan):
+            kept = self._scan_host(reader, host)
+            if kept is None:
+                live = self.host_files().rows().get(host)
+                return None if live is None else {**HostFigures(host).to_dict(), "live": live, "recent": [],
+                                                  "robots": [], "scanned_at": self._clock()}  # fmt: skip
+            self._host_scans[host] = kept
+            self._host_scans.move_to_end(host)
+            while len(self._host_scans) > HOST_SCANS_KEPT:
+                self._host_scans.popitem(last=False)
+        return {
+            **kept.figures.to_dict(),
+            "live": self.host_files().rows().get(host),
+            "recent": kept.recent,
+            "robots": kept.robots,
+            "scanned_at": kept.scanned_at,
+        }
+
+    def _scan_host(self, reader: CrawlReader, host: str) -> HostScan | None:
         try:
             prefix = row_key(f"http://{host}/").split("/", 1)[0]
         except RowKeyError:
             return None
-        fetches = [
-            (url, fetch) for url, fetch in reader.fetches(KeyRange(prefix + "/", prefix + "0")) if host_of(url) == host
-        ]
-        live = self.host_files().rows().get(host)
-        if not fetches and live is None:
-            return None
-        figures = summarize(fetches).hosts.get(host) or HostFigures(host)
-        fetches.sort(key=lambda pair: -pair[1].fetched)
+        began = self._monotonic()
+        figures = HostFigures(host)
+
+        def own() -> Iterator[tuple[str, FetchInfo]]:
+            for url, fetch in reader.fetches(KeyRange(prefix + "/", prefix + "0")):
+                if host_of(url) == host:  # the range also holds the host's other ports
+                    figures.add(fetch)
+                    yield url, fetch
+
+        recent = heapq.nlargest(RECENT_FETCHES, own(), key=lambda pair: pair[1].fetched)
         robots = []
         for origin, kept in sorted(reader.robots_files().items()):
             if host_of(origin + "/") != host:
@@ -583,12 +581,16 @@ class CrawlView:
                     ],
                 }
             )
-        return {
-            **figures.to_dict(),
-            "live": live,
-            "recent": [_fetch_row(url, fetch) for url, fetch in fetches[:RECENT_FETCHES]],
-            "robots": robots,
-        }
+        if not figures.pages and not robots:
+            return None
+        took = self._monotonic() - began
+        return HostScan(
+            figures=figures,
+            recent=[_fetch_row(url, fetch) for url, fetch in recent],
+            robots=robots,
+            scanned_at=self._clock(),
+            next_scan=self._monotonic() + max(HOST_FILES_EVERY, SCAN_COST_FACTOR * took),
+        )
 
     def page(self, url: str) -> dict[str, Any] | None:
         """A crawl-table row: its fetches (versions, newest first), title, the anchors of the pages
