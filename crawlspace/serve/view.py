@@ -27,7 +27,7 @@ from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from crawlspace.config import ConfigError, CrawlConfig
 from crawlspace.crawl.control import CONTROL_FILE, read_command
@@ -48,6 +48,9 @@ SCAN_COST_FACTOR = 100.0
 1% of one core (a core the crawl may need: the dashboard's process runs beside it)."""
 MIN_SCAN_INTERVAL = 5.0
 RECENT_FETCHES = 100
+LINKS_SHOWN = 200
+"""Anchors, out-links, in-links and duplicates a page's view lists at the most, each with its count:
+a site's home page has an anchor from each of its pages, 100,000 of them on a large site."""
 STALE_AFTER = 15.0
 """Seconds without a progress line after which a crawl that did not finish is 'not reporting'."""
 HOST_FILES_EVERY = 1.0
@@ -279,8 +282,39 @@ _COUNTERS: tuple[tuple[str, str, str, Any], ...] = (
 
 
 _NO_HOSTS: dict[str, HostFigures] = {}
-HOST_SCANS_KEPT = 8
-"""Hosts whose page's scan is kept (an operator going back and forth between a few)."""
+READS_KEPT = 16
+"""Host and page reads kept (an operator going back and forth between a few)."""
+T = TypeVar("T")
+
+
+class CostRuled(Generic[T]):
+    """Reads of one host's or one page's rows, kept: on a finished crawl for good, on a live one until
+    SCAN_COST_FACTOR times the read's own duration (and at least HOST_FILES_EVERY) has passed, the
+    rule of the table-wide scan. A host of 100,000 URLs takes a second to read; a page that 100,000
+    pages link to as long (its anchors): a dashboard left open on either costs the crawl 1% of a core."""
+
+    def __init__(self, monotonic: Callable[[], float], keep: int = READS_KEPT) -> None:
+        self._monotonic = monotonic
+        self._keep = keep
+        self._kept: OrderedDict[str, tuple[T, float, float]] = OrderedDict()
+
+    def get(self, key: str, read: Callable[[], T], *, live: bool) -> tuple[T, float]:
+        """The kept read of `key` or a new one by `read()`, and when it was read (monotonic clock)."""
+        now = self._monotonic()
+        kept = self._kept.get(key)
+        if kept is not None and not (live and now >= kept[2]):
+            self._kept.move_to_end(key)
+            return kept[0], kept[1]
+        value = read()
+        took = self._monotonic() - now
+        self._kept[key] = (value, now, now + took + max(HOST_FILES_EVERY, SCAN_COST_FACTOR * took))
+        self._kept.move_to_end(key)
+        while len(self._kept) > self._keep:
+            self._kept.popitem(last=False)
+        return value, now
+
+    def clear(self) -> None:
+        self._kept.clear()
 
 
 @dataclass(slots=True)
@@ -291,7 +325,6 @@ class HostScan:
     recent: list[dict[str, Any]]
     robots: list[dict[str, Any]]
     scanned_at: float
-    next_scan: float
 
 
 class CrawlView:
@@ -320,7 +353,8 @@ class CrawlView:
         self._figures: TableFigures | None = None
         self._next_scan = 0.0
         self._host_table = HostTable()
-        self._host_scans: OrderedDict[str, HostScan] = OrderedDict()
+        self._host_reads: CostRuled[HostScan | None] = CostRuled(monotonic)
+        self._page_reads: CostRuled[dict[str, Any] | None] = CostRuled(monotonic)
 
     @property
     def robots_agent(self) -> str:
@@ -526,21 +560,15 @@ class CrawlView:
         reader = self.reader()
         if reader is None:
             return None
-        kept = self._host_scans.get(host)
-        now = self._monotonic()
-        if kept is None or (self.live and now >= kept.next_scan):
-            kept = self._scan_host(reader, host)
-            if kept is None:
-                live = self.host_files().rows().get(host)
-                return None if live is None else {**HostFigures(host).to_dict(), "live": live, "recent": [],
-                                                  "robots": [], "scanned_at": self._clock()}  # fmt: skip
-            self._host_scans[host] = kept
-            self._host_scans.move_to_end(host)
-            while len(self._host_scans) > HOST_SCANS_KEPT:
-                self._host_scans.popitem(last=False)
+        kept, _ = self._host_reads.get(host, lambda: self._scan_host(reader, host), live=self.live)
+        live = self.host_files().rows().get(host)
+        if kept is None:
+            if live is None:
+                return None
+            kept = HostScan(HostFigures(host), [], [], self._clock())
         return {
             **kept.figures.to_dict(),
-            "live": self.host_files().rows().get(host),
+            "live": live,
             "recent": kept.recent,
             "robots": kept.robots,
             "scanned_at": kept.scanned_at,
@@ -551,7 +579,6 @@ class CrawlView:
             prefix = row_key(f"http://{host}/").split("/", 1)[0]
         except RowKeyError:
             return None
-        began = self._monotonic()
         figures = HostFigures(host)
 
         def own() -> Iterator[tuple[str, FetchInfo]]:
@@ -583,21 +610,19 @@ class CrawlView:
             )
         if not figures.pages and not robots:
             return None
-        took = self._monotonic() - began
-        return HostScan(
-            figures=figures,
-            recent=[_fetch_row(url, fetch) for url, fetch in recent],
-            robots=robots,
-            scanned_at=self._clock(),
-            next_scan=self._monotonic() + max(HOST_FILES_EVERY, SCAN_COST_FACTOR * took),
-        )
+        return HostScan(figures, [_fetch_row(url, fetch) for url, fetch in recent], robots, self._clock())
 
     def page(self, url: str) -> dict[str, Any] | None:
         """A crawl-table row: its fetches (versions, newest first), title, the anchors of the pages
-        linking to it, its out-links, its duplicate's original, where its WARC record is."""
+        linking to it, its out-links, in-links and duplicates (LINKS_SHOWN of each at the most, with
+        their counts), where its WARC record is; kept as `CostRuled` says (`read_at`: when read)."""
         reader = self.reader()
         if reader is None:
             return None
+        found, _ = self._page_reads.get(url, lambda: self._read_page(reader, url), live=self.live)
+        return found
+
+    def _read_page(self, reader: CrawlReader, url: str) -> dict[str, Any] | None:
         try:
             page = reader.page(url)
         except RowKeyError:
@@ -605,6 +630,8 @@ class CrawlView:
         if page is None:
             return None
         capture = page.capture
+        anchors = reader.anchors(page.url)
+        inlinks, inlinks_total = self._inlinks(page.url)
         return {
             "url": page.url,
             "host": host_of(page.url),
@@ -612,21 +639,27 @@ class CrawlView:
             "fetch": _fetch_row(page.url, page.fetch),
             "history": [_fetch_row(page.url, fetch) for fetch in reader.fetch_history(page.url)],
             "duplicate_of": page.fetch.duplicate_of,
-            "anchors": [{"source": anchor.source, "text": anchor.text} for anchor in reader.anchors(page.url)],
+            "anchors": [{"source": anchor.source, "text": anchor.text} for anchor in anchors[:LINKS_SHOWN]],
+            "anchors_total": len(anchors),
             "outlinks": [
-                {"target": edge.target, "text": edge.text, "nofollow": edge.nofollow} for edge in page.outlinks
+                {"target": edge.target, "text": edge.text, "nofollow": edge.nofollow}
+                for edge in page.outlinks[:LINKS_SHOWN]
             ],
+            "outlinks_total": len(page.outlinks),
             "capture": None
             if capture is None
             else {"filename": capture.filename, "offset": capture.offset, "length": capture.length},
-            "inlinks": self._inlinks(page.url),
+            "inlinks": inlinks,
+            "inlinks_total": inlinks_total,
             "duplicates": self._duplicates(page.url),
+            "read_at": self._clock(),
         }
 
-    def _inlinks(self, url: str) -> list[dict[str, Any]] | None:
-        """The links to `url` in the link graph of `crawlspace jobs` (None: the graph job has not run)."""
+    def _inlinks(self, url: str) -> tuple[list[dict[str, Any]] | None, int]:
+        """The first LINKS_SHOWN links to `url` in the link graph of `crawlspace jobs`, and how many
+        there are (None, 0: the graph job has not run)."""
         if not (self.directory / "jobs" / "graph").is_dir():
-            return None
+            return None, 0
         from crawlspace.jobs import JobOutputError, read_table
 
         try:
@@ -635,14 +668,15 @@ class CrawlView:
                 filters=[("target", "==", url)],
             )  # fmt: skip
         except (JobOutputError, OSError, ValueError):
-            return None
-        rows = zip(edges["source"], edges["text"], edges["nofollow"], edges["redirect"], strict=True)
+            return None, 0
+        shown = edges.head(LINKS_SHOWN)
+        rows = zip(shown["source"], shown["text"], shown["nofollow"], shown["redirect"], strict=True)
         return [
             {"source": source, "text": text, "nofollow": bool(nofollow), "redirect": bool(redirect)}
             for source, text, nofollow, redirect in rows
-        ]
+        ], len(edges)
 
-    def _duplicates(self, url: str) -> dict[str, list[str]] | None:
+    def _duplicates(self, url: str) -> dict[str, Any] | None:
         """Its exact and near-duplicate clusters from the dedup and near jobs (None: not run)."""
         if not (self.directory / "jobs" / "dedup").is_dir():
             return None
@@ -653,7 +687,10 @@ class CrawlView:
             found = duplicates_of(self.directory, url)
         except (JobOutputError, NotFetched, OSError, ValueError):
             return None
-        return {"exact": found.exact, "near": found.near}
+        return {
+            "exact": found.exact[:LINKS_SHOWN], "near": found.near[:LINKS_SHOWN],
+            "exact_total": len(found.exact), "near_total": len(found.near),
+        }  # fmt: skip
 
     def record(self, url: str) -> str | None:
         """The page's newest WARC record as text (headers, then the block, undecoded bytes shown as

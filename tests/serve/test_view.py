@@ -92,7 +92,7 @@ def test_the_state_of_a_crawl_from_its_files(tmp_path: Path) -> None:
     (tmp_path / "stats.json").write_text(json.dumps({"finished_at": 1000.0, "pages_fetched": 7, "termination": "x"}))
     view.refresh()
     assert view.state() == "finished" and view.counts()["pages"] == 7
-    assert view.hosts() == [] and view.page("http://a.test/") is None  # no table: nothing, not an error
+    assert view.hosts().rows == [] and view.page("http://a.test/") is None  # no table: nothing, not an error
 
 
 def _progress(path: Path, *lines: dict[str, object]) -> None:
@@ -136,7 +136,7 @@ def test_the_partitions_host_reports_are_merged_into_the_hosts(tmp_path: Path) -
     )
     (tmp_path / "hosts.json").write_text('{"format": 1, "rows": [')  # torn: skipped, not fatal
     view = CrawlView(tmp_path)
-    hosts = {host["host"]: host for host in view.hosts()}  # no crawl table yet: the live rows alone
+    hosts = {host["host"]: host for host in view.hosts().rows}  # no crawl table yet: the live rows alone
     assert hosts["a.test"]["pages"] == 0 and hosts["a.test"]["live"]["next_contact"] == 1002.5
     assert hosts["a.test"]["live"]["partition"] == 0 and hosts["b.test"]["live"]["delay_cause"] == "backoff"
     summary = view.host_files().summary()
