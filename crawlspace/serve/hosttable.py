@@ -128,10 +128,15 @@ class HostQuery:
     name contains `q` (case-insensitive), page `page` (from 1) of `per` rows."""
 
     sort: str = DEFAULT_SORT
-    order: str = "desc"
+    order: str = ""
+    """'' for the column's natural order (`Column.natural_order`)."""
     page: int = 1
     per: int = DEFAULT_PER
     q: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.order:
+            object.__setattr__(self, "order", COLUMNS[self.sort].natural_order)
 
     @classmethod
     def parse(cls, params: Mapping[str, Sequence[str]]) -> HostQuery:
