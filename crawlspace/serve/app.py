@@ -153,11 +153,8 @@ async def overview_page(request: web.Request) -> web.Response:
 
 
 def _host_query(request: web.Request) -> HostQuery:
-    """The hosts page's or API's query (serve/hosttable.py), or a 400 that says what is wrong."""
-    try:
-        return HostQuery.parse({name: request.query.getall(name) for name in request.query})
-    except HostQueryError as exc:
-        raise web.HTTPBadRequest(text=str(exc)) from None
+    """The hosts page's or API's query (serve/hosttable.py); raises HostQueryError."""
+    return HostQuery.parse({name: request.query.getall(name) for name in request.query})
 
 
 def _hosts_link(path: str, query: HostQuery, **changes: Any) -> str:
@@ -168,7 +165,10 @@ def _hosts_link(path: str, query: HostQuery, **changes: Any) -> str:
 
 async def hosts_page(request: web.Request) -> web.Response:
     dashboard = _dashboard(request)
-    query = _host_query(request)
+    try:
+        query = _host_query(request)
+    except HostQueryError as exc:
+        raise web.HTTPBadRequest(text=str(exc)) from None
     hosts, report = await dashboard.read(_hosts_with_report, dashboard.view, query)
     return dashboard.render(
         "hosts.html", page="hosts", hosts=hosts, report=report, columns=COLUMNS.values(),
@@ -252,7 +252,7 @@ async def api_hosts(request: web.Request) -> web.Response:
     addresses of the pages before and after it (None at either end)."""
     dashboard = _dashboard(request)
     try:
-        query = HostQuery.parse({name: request.query.getall(name) for name in request.query})
+        query = _host_query(request)
     except HostQueryError as exc:
         return _json({"error": str(exc)}, 400)
     found = await dashboard.read(dashboard.view.hosts, query)
