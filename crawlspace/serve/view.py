@@ -10,7 +10,9 @@ running crawl's table is read as RocksDB's read-only mode sees it when opened, s
 opened again when the crawl has moved on; the table-wide figures (hosts, content types, sizes,
 fetch durations) come from one scan that is cached and repeated no sooner than `SCAN_COST_FACTOR`
 times the last scan took, so a dashboard left open on a large crawl costs the crawl a bounded share
-of the machine.
+of the machine. The hosts table's orders are kept in `hosttable.HostTable` until the scan or the
+frontier's report changes; one host's rows and one page's row are read under the same cost rule
+(`CostRuled`), since a host can have 100,000 URLs and a page as many anchors.
 
 Nothing here knows HTTP: `app.py` serves it, `metrics.py` exports it; every method returns plain
 data. Calls are not thread-safe: the server makes them on one thread of its own.
