@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from crawlspace.serve.view import SIZE_BUCKETS, CrawlView, ProgressTail, outcome_rows, summarize
+from crawlspace.serve.view import SIZE_BUCKETS, CostRuled, CrawlView, ProgressTail, outcome_rows, summarize
 from crawlspace.store.crawltable import FetchInfo
 
 
@@ -190,3 +190,25 @@ def test_the_host_file_is_written_no_sooner_than_its_cost_allows(tmp_path: Path)
     assert writer.maybe_write() and writer.writes == 2
     (report,) = read_host_files(tmp_path).reports
     assert (report["time"], report["hosts"], report["listed"], report["back_queued"]) == (50.0, 5, 3, 4)
+
+
+def test_a_read_is_kept_for_good_when_finished_and_a_hundred_times_its_cost_when_live() -> None:
+    now = [0.0]
+    reads: list[float] = []
+    kept: CostRuled[int] = CostRuled(lambda: now[0], keep=2)
+
+    def read() -> int:
+        reads.append(now[0])
+        now[0] += 0.05  # the read takes 50 ms: kept 5 s on a live crawl
+        return len(reads)
+
+    assert kept.get("a", read, live=True) == (1, 0.0)
+    now[0] = 4.0
+    assert kept.get("a", read, live=True) == (1, 0.0)
+    now[0] = 5.1
+    assert kept.get("a", read, live=True) == (2, 5.1)
+    now[0] = 1000.0
+    assert kept.get("a", read, live=False)[0] == 2  # finished: nothing changes any more
+    kept.get("b", read, live=False)
+    kept.get("c", read, live=False)  # the oldest one used, a, is dropped
+    assert kept.get("a", read, live=False)[0] == 5 and len(reads) == 5
