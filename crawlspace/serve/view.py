@@ -298,25 +298,23 @@ class CostRuled(Generic[T]):
     def __init__(self, monotonic: Callable[[], float], keep: int = READS_KEPT) -> None:
         self._monotonic = monotonic
         self._keep = keep
-        self._kept: OrderedDict[str, tuple[T, float, float]] = OrderedDict()
+        self._kept: OrderedDict[str, tuple[T, float]] = OrderedDict()
+        """key -> (its read, when it may be read again)"""
 
-    def get(self, key: str, read: Callable[[], T], *, live: bool) -> tuple[T, float]:
-        """The kept read of `key` or a new one by `read()`, and when it was read (monotonic clock)."""
+    def get(self, key: str, read: Callable[[], T], *, live: bool) -> T:
+        """The kept read of `key`, or a new one by `read()`."""
         now = self._monotonic()
         kept = self._kept.get(key)
-        if kept is not None and not (live and now >= kept[2]):
+        if kept is not None and not (live and now >= kept[1]):
             self._kept.move_to_end(key)
-            return kept[0], kept[1]
+            return kept[0]
         value = read()
         took = self._monotonic() - now
-        self._kept[key] = (value, now, now + took + max(HOST_FILES_EVERY, SCAN_COST_FACTOR * took))
+        self._kept[key] = (value, now + took + max(HOST_FILES_EVERY, SCAN_COST_FACTOR * took))
         self._kept.move_to_end(key)
         while len(self._kept) > self._keep:
             self._kept.popitem(last=False)
-        return value, now
-
-    def clear(self) -> None:
-        self._kept.clear()
+        return value
 
 
 @dataclass(slots=True)
@@ -562,7 +560,7 @@ class CrawlView:
         reader = self.reader()
         if reader is None:
             return None
-        kept, _ = self._host_reads.get(host, lambda: self._scan_host(reader, host), live=self.live)
+        kept = self._host_reads.get(host, lambda: self._scan_host(reader, host), live=self.live)
         live = self.host_files().rows().get(host)
         if kept is None:
             if live is None:
@@ -621,8 +619,7 @@ class CrawlView:
         reader = self.reader()
         if reader is None:
             return None
-        found, _ = self._page_reads.get(url, lambda: self._read_page(reader, url), live=self.live)
-        return found
+        return self._page_reads.get(url, lambda: self._read_page(reader, url), live=self.live)
 
     def _read_page(self, reader: CrawlReader, url: str) -> dict[str, Any] | None:
         try:

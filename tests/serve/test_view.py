@@ -202,13 +202,13 @@ def test_a_read_is_kept_for_good_when_finished_and_a_hundred_times_its_cost_when
         now[0] += 0.05  # the read takes 50 ms: kept 5 s on a live crawl
         return len(reads)
 
-    assert kept.get("a", read, live=True) == (1, 0.0)
+    assert kept.get("a", read, live=True) == 1
     now[0] = 4.0
-    assert kept.get("a", read, live=True) == (1, 0.0)
+    assert kept.get("a", read, live=True) == 1
     now[0] = 5.1
-    assert kept.get("a", read, live=True) == (2, 5.1)
+    assert kept.get("a", read, live=True) == 2 and reads == [0.0, 5.1]
     now[0] = 1000.0
-    assert kept.get("a", read, live=False)[0] == 2  # finished: nothing changes any more
+    assert kept.get("a", read, live=False) == 2  # finished: nothing changes any more
     kept.get("b", read, live=False)
     kept.get("c", read, live=False)  # the oldest one used, a, is dropped
-    assert kept.get("a", read, live=False)[0] == 5 and len(reads) == 5
+    assert kept.get("a", read, live=False) == 5 and len(reads) == 5
