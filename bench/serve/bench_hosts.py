@@ -130,7 +130,7 @@ async def measure(directory: Path, repeat: int) -> list[dict[str, Any]]:
 def reorder(directory: Path) -> list[tuple[str, float]]:
     """What a crawl-state change costs the next hosts request (the orders computed again), measured on
     the host table alone: a new scan (every order), a new frontier report (the report's columns)."""
-    from crawlspace.serve.hosttable import HostTable  # (a newer dashboard's: None when measuring an older one)
+    from crawlspace.serve.hosttable import HostTable  # an older checkout has none: ImportError, told in main()
 
     view = CrawlView(directory)
     view.refresh()
