@@ -18,12 +18,13 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import jinja2
 from aiohttp import web
 
 from crawlspace.crawl.control import COMMANDS, send_command
+from crawlspace.serve.hosttable import COLUMNS, HostPage, HostQuery, HostQueryError
 from crawlspace.serve.metrics import CONTENT_TYPE, exposition, registry_for
 from crawlspace.serve.security import CSRF_FIELD, CSRF_HEADER, TOKEN_COOKIE, Guard, Request
 from crawlspace.serve.view import CrawlView
@@ -151,10 +152,28 @@ async def overview_page(request: web.Request) -> web.Response:
     return dashboard.render("overview.html", page="overview", overview=overview, commands=COMMANDS)
 
 
+def _host_query(request: web.Request) -> HostQuery:
+    """The hosts page's or API's query (serve/hosttable.py); raises HostQueryError."""
+    return HostQuery.parse({name: request.query.getall(name) for name in request.query})
+
+
+def _hosts_link(path: str, query: HostQuery, **changes: Any) -> str:
+    """The address of another page or order of the hosts table (defaults left out)."""
+    params = query.params(**changes)
+    return path + ("?" + urlencode(params, quote_via=quote) if params else "")
+
+
 async def hosts_page(request: web.Request) -> web.Response:
     dashboard = _dashboard(request)
-    hosts, report = await dashboard.read(_hosts_with_report, dashboard.view)
-    return dashboard.render("hosts.html", page="hosts", hosts=hosts, report=report)
+    try:
+        query = _host_query(request)
+    except HostQueryError as exc:
+        raise web.HTTPBadRequest(text=str(exc)) from None
+    hosts, report = await dashboard.read(_hosts_with_report, dashboard.view, query)
+    return dashboard.render(
+        "hosts.html", page="hosts", hosts=hosts, report=report, columns=COLUMNS.values(),
+        link=functools.partial(_hosts_link, "/hosts", query),
+    )  # fmt: skip
 
 
 async def host_page(request: web.Request) -> web.Response:
@@ -197,8 +216,8 @@ def _top(request: web.Request) -> int:
         raise web.HTTPBadRequest(text="k must be a number of results (1 to 100)") from None
 
 
-def _hosts_with_report(view: CrawlView) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    return view.hosts(), view.host_files().summary()
+def _hosts_with_report(view: CrawlView, query: HostQuery) -> tuple[HostPage, dict[str, Any]]:
+    return view.hosts(query), view.host_files().summary()
 
 
 def _overview_with_figures(view: CrawlView, series_since: float | None = None) -> dict[str, Any]:
@@ -229,8 +248,21 @@ async def api_overview(request: web.Request) -> web.Response:
 
 
 async def api_hosts(request: web.Request) -> web.Response:
+    """`?sort=COLUMN&order=asc|desc&q=PART&page=N&per=M`: one page of the hosts table, with the
+    addresses of the pages before and after it (None at either end)."""
     dashboard = _dashboard(request)
-    return _json(await dashboard.read(dashboard.view.hosts))
+    try:
+        query = _host_query(request)
+    except HostQueryError as exc:
+        return _json({"error": str(exc)}, 400)
+    found = await dashboard.read(dashboard.view.hosts, query)
+    return _json(
+        found.to_dict()
+        | {
+            "previous": _hosts_link("/api/hosts", query, page=query.page - 1) if query.page > 1 else None,
+            "next": _hosts_link("/api/hosts", query, page=query.page + 1) if query.page < found.pages else None,
+        }
+    )
 
 
 async def api_host(request: web.Request) -> web.Response:

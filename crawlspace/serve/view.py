@@ -10,7 +10,9 @@ running crawl's table is read as RocksDB's read-only mode sees it when opened, s
 opened again when the crawl has moved on; the table-wide figures (hosts, content types, sizes,
 fetch durations) come from one scan that is cached and repeated no sooner than `SCAN_COST_FACTOR`
 times the last scan took, so a dashboard left open on a large crawl costs the crawl a bounded share
-of the machine.
+of the machine. The hosts table's orders are kept in `hosttable.HostTable` until the scan or the
+frontier's report changes; one host's rows and one page's row are read under the same cost rule
+(`CostRuled`), since a host can have 100,000 URLs and a page as many anchors.
 
 Nothing here knows HTTP: `app.py` serves it, `metrics.py` exports it; every method returns plain
 data. Calls are not thread-safe: the server makes them on one thread of its own.
@@ -18,20 +20,22 @@ data. Calls are not thread-safe: the server makes them on one thread of its own.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import json
 import math
 import time
-from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from crawlspace.config import ConfigError, CrawlConfig
 from crawlspace.crawl.control import CONTROL_FILE, read_command
 from crawlspace.crawl.hostfile import HostFiles, read_host_files
 from crawlspace.robots import parse as parse_robots
+from crawlspace.serve.hosttable import HostFigures, HostPage, HostQuery, HostTable
 from crawlspace.store.crawltable import CrawlTableError, FetchInfo
 from crawlspace.store.reader import CrawlReader, KeyRange
 from crawlspace.store.rowkey import RowKeyError, row_key
@@ -46,6 +50,9 @@ SCAN_COST_FACTOR = 100.0
 1% of one core (a core the crawl may need: the dashboard's process runs beside it)."""
 MIN_SCAN_INTERVAL = 5.0
 RECENT_FETCHES = 100
+LINKS_SHOWN = 200
+"""Anchors, out-links, in-links and duplicates a page's view lists at the most, each with its count:
+a site's home page has an anchor from each of its pages, 100,000 of them on a large site."""
 STALE_AFTER = 15.0
 """Seconds without a progress line after which a crawl that did not finish is 'not reporting'."""
 HOST_FILES_EVERY = 1.0
@@ -171,50 +178,6 @@ class NodeStatus(Protocol):
 
 
 @dataclass(slots=True)
-class HostFigures:
-    """One host's fetches as the crawl table holds them (its newest fetch of each URL)."""
-
-    host: str
-    pages: int = 0
-    ok: int = 0
-    redirects: int = 0
-    client_errors: int = 0
-    server_errors: int = 0
-    failures: int = 0
-    """Attempts without a response (timeouts, DNS and connection errors)."""
-    bytes: int = 0
-    seconds: float = 0.0
-    last_fetched: float = 0.0
-
-    def add(self, fetch: FetchInfo) -> None:
-        self.pages += 1
-        status = fetch.status
-        if 200 <= status < 300:
-            self.ok += 1
-        elif 300 <= status < 400:
-            self.redirects += 1
-        elif 400 <= status < 500:
-            self.client_errors += 1
-        elif status >= 500:
-            self.server_errors += 1
-        else:
-            self.failures += 1
-        self.bytes += fetch.length
-        self.seconds += fetch.duration
-        self.last_fetched = max(self.last_fetched, fetch.fetched)
-
-    def to_dict(self) -> dict[str, Any]:
-        """(By hand: `asdict` took four fifths of the hosts list's time on a crawl of 1,000 hosts.)"""
-        return {
-            "host": self.host, "pages": self.pages, "ok": self.ok, "redirects": self.redirects,
-            "client_errors": self.client_errors, "server_errors": self.server_errors, "failures": self.failures,
-            "bytes": self.bytes, "seconds": self.seconds, "last_fetched": self.last_fetched,
-            "errors": self.client_errors + self.server_errors + self.failures,
-            "mean_seconds": round(self.seconds / self.pages, 4) if self.pages else 0.0,
-        }  # fmt: skip
-
-
-@dataclass(slots=True)
 class TableFigures:
     """The table-wide figures of one scan."""
 
@@ -320,6 +283,50 @@ _COUNTERS: tuple[tuple[str, str, str, Any], ...] = (
 )
 
 
+_NO_HOSTS: dict[str, HostFigures] = {}
+READS_KEPT = 16
+"""Host and page reads kept (an operator going back and forth between a few)."""
+T = TypeVar("T")
+
+
+class CostRuled(Generic[T]):
+    """Reads of one host's or one page's rows, kept: on a finished crawl for good, on a live one until
+    SCAN_COST_FACTOR times the read's own duration (and at least HOST_FILES_EVERY) has passed, the
+    rule of the table-wide scan. A host of 100,000 URLs takes a second to read; a page that 100,000
+    pages link to as long (its anchors): a dashboard left open on either costs the crawl 1% of a core."""
+
+    def __init__(self, monotonic: Callable[[], float], keep: int = READS_KEPT) -> None:
+        self._monotonic = monotonic
+        self._keep = keep
+        self._kept: OrderedDict[str, tuple[T, float]] = OrderedDict()
+        """key -> (its read, when it may be read again)"""
+
+    def get(self, key: str, read: Callable[[], T], *, live: bool) -> T:
+        """The kept read of `key`, or a new one by `read()`."""
+        now = self._monotonic()
+        kept = self._kept.get(key)
+        if kept is not None and not (live and now >= kept[1]):
+            self._kept.move_to_end(key)
+            return kept[0]
+        value = read()
+        took = self._monotonic() - now
+        self._kept[key] = (value, now + took + max(HOST_FILES_EVERY, SCAN_COST_FACTOR * took))
+        self._kept.move_to_end(key)
+        while len(self._kept) > self._keep:
+            self._kept.popitem(last=False)
+        return value
+
+
+@dataclass(slots=True)
+class HostScan:
+    """What a host's page shows of the crawl table and the robots.txt log, as one scan found it."""
+
+    figures: HostFigures
+    recent: list[dict[str, Any]]
+    robots: list[dict[str, Any]]
+    scanned_at: float
+
+
 class CrawlView:
     """The dashboard's read-only model of one crawl directory (see the module docstring)."""
 
@@ -345,6 +352,9 @@ class CrawlView:
         self._reader_progress: float | None = None
         self._figures: TableFigures | None = None
         self._next_scan = 0.0
+        self._host_table = HostTable()
+        self._host_reads: CostRuled[HostScan | None] = CostRuled(monotonic)
+        self._page_reads: CostRuled[dict[str, Any] | None] = CostRuled(monotonic)
 
     @property
     def robots_agent(self) -> str:
@@ -526,43 +536,58 @@ class CrawlView:
         self._next_scan = self._monotonic() + max(MIN_SCAN_INTERVAL, SCAN_COST_FACTOR * figures.scan_seconds)
         return figures
 
-    def hosts(self) -> list[dict[str, Any]]:
-        """Every host's figures, most pages first, with the Crawl-delay its robots.txt asks of the
-        crawl's agent (None: none asked, or no robots.txt kept) and, for the hosts the frontier's
-        report lists (those with most URLs queued), what the frontier holds of them now (`live`:
-        queued URLs, next contact, current delay and its cause); hosts listed there but not yet
-        fetched come last."""
+    def hosts(self, query: HostQuery | None = None) -> HostPage:
+        """One page of the hosts table (serve/hosttable.py): each host's figures from the last table
+        scan with the Crawl-delay its robots.txt asks of the crawl's agent (None: none asked, or no
+        robots.txt kept) and, for the hosts the frontier's report lists (those with most URLs queued),
+        what the frontier holds of them now (`live`: queued URLs, next contact, current delay and its
+        cause); hosts listed there but not yet fetched are rows too, with no fetch. The orders are
+        kept between calls until the scan or the report changes."""
         figures = self.figures()
-        live = self.host_files().rows()
-        rows = []
-        if figures is not None:
-            ordered = sorted(figures.hosts.values(), key=lambda h: (-h.pages, h.host))
-            rows = [
-                host.to_dict() | {"crawl_delay": figures.crawl_delays.get(host.host), "live": live.pop(host.host, None)}
-                for host in ordered
-            ]
-        for name, row in sorted(live.items()):
-            rows.append(HostFigures(name).to_dict() | {"crawl_delay": row.get("crawl_delay"), "live": row})
-        return rows
+        if figures is None:
+            self._host_table.update(_NO_HOSTS, {}, self.host_files().rows())
+        else:
+            self._host_table.update(figures.hosts, figures.crawl_delays, self.host_files().rows())
+        return self._host_table.page(query or HostQuery())
 
     def host(self, host: str) -> dict[str, Any] | None:
-        """One host: its figures, its newest fetches, and each of its origins' robots.txt as fetched
-        with the rules that apply to the crawl's agent."""
+        """One host: its figures, its newest fetches (RECENT_FETCHES), each of its origins' robots.txt
+        as fetched with the rules that apply to the crawl's agent, and the frontier's row of it now.
+
+        The table's part is one scan of the host's rows, whose cost grows with its URLs (a second for
+        100,000 of them): kept, and done again under the cost rule of the table-wide scan (module
+        docstring), its time given as `scanned_at`; memory holds RECENT_FETCHES fetches, not all."""
         reader = self.reader()
         if reader is None:
             return None
+        kept = self._host_reads.get(host, lambda: self._scan_host(reader, host), live=self.live)
+        live = self.host_files().rows().get(host)
+        if kept is None:
+            if live is None:
+                return None
+            kept = HostScan(HostFigures(host), [], [], self._clock())
+        return {
+            **kept.figures.to_dict(),
+            "live": live,
+            "recent": kept.recent,
+            "robots": kept.robots,
+            "scanned_at": kept.scanned_at,
+        }
+
+    def _scan_host(self, reader: CrawlReader, host: str) -> HostScan | None:
         try:
             prefix = row_key(f"http://{host}/").split("/", 1)[0]
         except RowKeyError:
             return None
-        fetches = [
-            (url, fetch) for url, fetch in reader.fetches(KeyRange(prefix + "/", prefix + "0")) if host_of(url) == host
-        ]
-        live = self.host_files().rows().get(host)
-        if not fetches and live is None:
-            return None
-        figures = summarize(fetches).hosts.get(host) or HostFigures(host)
-        fetches.sort(key=lambda pair: -pair[1].fetched)
+        figures = HostFigures(host)
+
+        def own() -> Iterator[tuple[str, FetchInfo]]:
+            for url, fetch in reader.fetches(KeyRange(prefix + "/", prefix + "0")):
+                if host_of(url) == host:  # the range also holds the host's other ports
+                    figures.add(fetch)
+                    yield url, fetch
+
+        recent = heapq.nlargest(RECENT_FETCHES, own(), key=lambda pair: pair[1].fetched)
         robots = []
         for origin, kept in sorted(reader.robots_files().items()):
             if host_of(origin + "/") != host:
@@ -583,19 +608,20 @@ class CrawlView:
                     ],
                 }
             )
-        return {
-            **figures.to_dict(),
-            "live": live,
-            "recent": [_fetch_row(url, fetch) for url, fetch in fetches[:RECENT_FETCHES]],
-            "robots": robots,
-        }
+        if not figures.pages and not robots:
+            return None
+        return HostScan(figures, [_fetch_row(url, fetch) for url, fetch in recent], robots, self._clock())
 
     def page(self, url: str) -> dict[str, Any] | None:
         """A crawl-table row: its fetches (versions, newest first), title, the anchors of the pages
-        linking to it, its out-links, its duplicate's original, where its WARC record is."""
+        linking to it, its out-links, in-links and duplicates (LINKS_SHOWN of each at the most, with
+        their counts), where its WARC record is; kept as `CostRuled` says (`read_at`: when read)."""
         reader = self.reader()
         if reader is None:
             return None
+        return self._page_reads.get(url, lambda: self._read_page(reader, url), live=self.live)
+
+    def _read_page(self, reader: CrawlReader, url: str) -> dict[str, Any] | None:
         try:
             page = reader.page(url)
         except RowKeyError:
@@ -603,6 +629,8 @@ class CrawlView:
         if page is None:
             return None
         capture = page.capture
+        anchors = reader.anchors(page.url)
+        inlinks, inlinks_total = self._inlinks(page.url)
         return {
             "url": page.url,
             "host": host_of(page.url),
@@ -610,21 +638,27 @@ class CrawlView:
             "fetch": _fetch_row(page.url, page.fetch),
             "history": [_fetch_row(page.url, fetch) for fetch in reader.fetch_history(page.url)],
             "duplicate_of": page.fetch.duplicate_of,
-            "anchors": [{"source": anchor.source, "text": anchor.text} for anchor in reader.anchors(page.url)],
+            "anchors": [{"source": anchor.source, "text": anchor.text} for anchor in anchors[:LINKS_SHOWN]],
+            "anchors_total": len(anchors),
             "outlinks": [
-                {"target": edge.target, "text": edge.text, "nofollow": edge.nofollow} for edge in page.outlinks
+                {"target": edge.target, "text": edge.text, "nofollow": edge.nofollow}
+                for edge in page.outlinks[:LINKS_SHOWN]
             ],
+            "outlinks_total": len(page.outlinks),
             "capture": None
             if capture is None
             else {"filename": capture.filename, "offset": capture.offset, "length": capture.length},
-            "inlinks": self._inlinks(page.url),
+            "inlinks": inlinks,
+            "inlinks_total": inlinks_total,
             "duplicates": self._duplicates(page.url),
+            "read_at": self._clock(),
         }
 
-    def _inlinks(self, url: str) -> list[dict[str, Any]] | None:
-        """The links to `url` in the link graph of `crawlspace jobs` (None: the graph job has not run)."""
+    def _inlinks(self, url: str) -> tuple[list[dict[str, Any]] | None, int]:
+        """The first LINKS_SHOWN links to `url` in the link graph of `crawlspace jobs`, and how many
+        there are (None, 0: the graph job has not run)."""
         if not (self.directory / "jobs" / "graph").is_dir():
-            return None
+            return None, 0
         from crawlspace.jobs import JobOutputError, read_table
 
         try:
@@ -633,14 +667,15 @@ class CrawlView:
                 filters=[("target", "==", url)],
             )  # fmt: skip
         except (JobOutputError, OSError, ValueError):
-            return None
-        rows = zip(edges["source"], edges["text"], edges["nofollow"], edges["redirect"], strict=True)
+            return None, 0
+        shown = edges.head(LINKS_SHOWN)
+        rows = zip(shown["source"], shown["text"], shown["nofollow"], shown["redirect"], strict=True)
         return [
             {"source": source, "text": text, "nofollow": bool(nofollow), "redirect": bool(redirect)}
             for source, text, nofollow, redirect in rows
-        ]
+        ], len(edges)
 
-    def _duplicates(self, url: str) -> dict[str, list[str]] | None:
+    def _duplicates(self, url: str) -> dict[str, Any] | None:
         """Its exact and near-duplicate clusters from the dedup and near jobs (None: not run)."""
         if not (self.directory / "jobs" / "dedup").is_dir():
             return None
@@ -651,7 +686,10 @@ class CrawlView:
             found = duplicates_of(self.directory, url)
         except (JobOutputError, NotFetched, OSError, ValueError):
             return None
-        return {"exact": found.exact, "near": found.near}
+        return {
+            "exact": found.exact[:LINKS_SHOWN], "near": found.near[:LINKS_SHOWN],
+            "exact_total": len(found.exact), "near_total": len(found.near),
+        }  # fmt: skip
 
     def record(self, url: str) -> str | None:
         """The page's newest WARC record as text (headers, then the block, undecoded bytes shown as

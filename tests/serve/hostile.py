@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import html
+import json
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from aiohttp import web
 
@@ -89,3 +91,27 @@ def loopback_site(handle: Callable[[web.Request], Awaitable[web.Response]]) -> I
         assert isinstance(stop, asyncio.Event)
         loop.call_soon_threadsafe(stop.set)
         thread.join(10)
+
+
+HOSTILE_HOST_NAMES = (
+    "<script>window.__pwned='host'</script>.test",
+    '"><img src=x onerror="window.__pwned=\'host-attribute\'">.test',
+)
+"""Host names no URL parser lets through, but a frontier report is a file: whatever it lists is shown."""
+
+
+def add_hostile_hosts(directory: Path, count: int = 0) -> list[str]:
+    """List HOSTILE_HOST_NAMES and `count` more hosts (`queued-N.test`) in the frontier's report of a
+    crawl directory, as hosts with URLs queued and no fetch yet; gives every name it added."""
+    path = directory / "hosts.json"
+    report = json.loads(path.read_text())
+    names = [*HOSTILE_HOST_NAMES, *(f"queued-{number:02d}.test" for number in range(count))]
+    for number, name in enumerate(names):
+        report["rows"].append(
+            {"host": name, "status": "active", "queued": 10 + number, "in_flight": 0, "next_contact_in": 1.0,
+             "delay": 1.5, "delay_cause": "min-delay", "crawl_delay": None, "failures": 0, "parks": 0,
+             "last_fetch_seconds": None, "last_contact_ago": None, "address": None}
+        )  # fmt: skip
+    report["listed"] = len(report["rows"])
+    path.write_text(json.dumps(report))
+    return names

@@ -92,7 +92,7 @@ def _assert_escaped(html: str) -> None:
 
 def test_every_page_shows_the_payloads_as_text(hostile_crawl: Path) -> None:
     async def body(client: TestClient[Any, Any]) -> dict[str, str]:
-        hosts = await (await client.get("/api/hosts")).json()
+        hosts = (await (await client.get("/api/hosts")).json())["hosts"]
         host = hosts[0]["host"]
         home = f"http://{host}/"
         pages = {}
@@ -123,7 +123,7 @@ def test_every_page_shows_the_payloads_as_text(hostile_crawl: Path) -> None:
 
 def test_the_page_api_has_the_row_and_its_warc_record(hostile_crawl: Path) -> None:
     async def body(client: TestClient[Any, Any]) -> tuple[dict[str, Any], str, int]:
-        hosts = await (await client.get("/api/hosts")).json()
+        hosts = (await (await client.get("/api/hosts")).json())["hosts"]
         url = f"http://{hosts[0]['host']}/second"
         row = await (await client.get(f"/api/page?url={quote(url, safe='')}")).json()
         record = await client.get(f"/record?url={quote(url, safe='')}")
@@ -142,7 +142,7 @@ def test_the_page_api_has_the_row_and_its_warc_record(hostile_crawl: Path) -> No
 
 def test_the_hosts_api_has_each_host_s_figures_and_crawl_delay(hostile_crawl: Path) -> None:
     async def body(client: TestClient[Any, Any]) -> list[dict[str, Any]]:
-        return await (await client.get("/api/hosts")).json()  # type: ignore[no-any-return]
+        return (await (await client.get("/api/hosts")).json())["hosts"]  # type: ignore[no-any-return]
 
     (host,) = with_client(hostile_crawl, body)
     assert host["host"].startswith("127.0.0.1:") and host["crawl_delay"] == 0.01
@@ -246,7 +246,7 @@ def test_search_says_how_to_build_the_index_then_finds_pages(hostile_crawl: Path
 
 def test_the_page_shows_in_links_and_duplicates_once_the_jobs_ran(hostile_crawl: Path, tmp_path: Path) -> None:
     async def home(client: TestClient[Any, Any]) -> tuple[dict[str, Any], str]:
-        hosts = await (await client.get("/api/hosts")).json()
+        hosts = (await (await client.get("/api/hosts")).json())["hosts"]
         url = quote(f"http://{hosts[0]['host']}/", safe="")
         return await (await client.get(f"/api/page?url={url}")).json(), await (
             await client.get(f"/page?url={url}")
@@ -260,5 +260,5 @@ def test_the_page_shows_in_links_and_duplicates_once_the_jobs_ran(hostile_crawl:
     row, html = with_client(done, home)
     sources = {link["source"].rsplit("/", 1)[1]: link["text"] for link in row["inlinks"]}
     assert sources["second"] == ANCHOR_PAYLOAD and sources["third"] == "home"
-    assert row["duplicates"] == {"exact": [], "near": []}
+    assert row["duplicates"] == {"exact": [], "near": [], "exact_total": 0, "near_total": 0}
     _assert_escaped(html)

@@ -16,7 +16,7 @@ from crawlspace.jobs import run as run_jobs
 from crawlspace.serve.security import Guard
 from crawlspace.serve.server import BackgroundDashboard
 from crawlspace.simweb import RunningServer
-from tests.serve.hostile import ANCHOR_PAYLOAD, ATTRIBUTE_PAYLOAD, TITLE_PAYLOAD
+from tests.serve.hostile import ANCHOR_PAYLOAD, ATTRIBUTE_PAYLOAD, TITLE_PAYLOAD, add_hostile_hosts
 from tests.serve.live import live_crawl
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -72,7 +72,7 @@ def test_watch_a_live_crawl_open_a_host_and_a_page_search_pause_and_resume(
 
         page.click("text=Hosts")
         _until(page, lambda: _reloaded(page).locator("#hosts-table tbody tr").count() > 0, "the hosts table")
-        page.click("#hosts-table th:nth-child(2)")  # sort by pages, most first
+        # the server's order: most pages first
         counts = [int(text) for text in page.locator("#hosts-table tbody td:nth-child(2)").all_text_contents()]
         assert counts == sorted(counts, reverse=True) and counts[0] > 0
         page.screenshot(path=str(shots / "hosts.png"), full_page=True)
@@ -139,7 +139,8 @@ def test_a_two_process_crawl_shows_its_partitions_caches_and_host_delays(
             lambda: _reloaded(page).locator("#hosts-table td.queued[data-value='-1']").count() < queued.count(),
             "live rows",
         )
-        page.click("#hosts-table th:nth-child(10)")  # queued, most first
+        with page.expect_navigation():
+            page.click("#hosts-table th[data-column=queued] a")  # sorted on the server: most queued first
         values = [
             int(v)
             for v in page.locator("#hosts-table td.queued").evaluate_all("cells => cells.map(c => c.dataset.value)")
@@ -162,6 +163,7 @@ def test_payloads_in_titles_urls_anchors_and_robots_never_run(
     indexed = tmp_path / "indexed"
     shutil.copytree(hostile_crawl, indexed)
     run_jobs(indexed, only=["index"], scheduler="synchronous")
+    listed = add_hostile_hosts(indexed, count=3)  # host names that would run, and enough hosts for pages of 2
     dashboard = BackgroundDashboard(indexed, "127.0.0.1", 0, Guard(token=None))
     base = dashboard.start().url
     try:
@@ -181,7 +183,19 @@ def test_payloads_in_titles_urls_anchors_and_robots_never_run(
             page.screenshot(path=str(shots / shot), full_page=True)
 
         visit("/", "xss-overview.png")
-        visit("/hosts", "xss-hosts.png")
+        visit("/hosts?per=2", "xss-hosts.png")
+        with page.expect_navigation():
+            page.click("#hosts-table th[data-column=host] a")  # sorted on the server, A to Z
+        assert "sort=host" in page.url and page.get_attribute("th[data-column=host]", "data-sorted") == "asc"
+        names = page.locator("#hosts-table tbody td:first-child a")
+        first = names.all_text_contents()
+        with page.expect_navigation():
+            page.click("#pager-top a.next")
+        visit(page.url.split(base.rstrip("/"), 1)[1], "xss-hosts-2.png")
+        assert page.text_content("#pager-top .page-number") == "2"
+        shown = first + names.all_text_contents()
+        assert shown == sorted(shown) and len(shown) == 4 and set(listed[:2]) <= set(shown)  # the names, as text
+        visit("/hosts", "xss-hosts-all.png")
         page.click("#hosts-table tbody tr:first-child td:first-child a")
         visit(page.url.split(base.rstrip("/"), 1)[1], "xss-host.png")
         assert "Disallow: /private<script>window.__pwned='robots'</script>" in (page.text_content("pre.robots") or "")

@@ -59,7 +59,7 @@ def test_the_hosts_api_tells_a_crawl_delay_from_a_backoff(tmp_path: Path) -> Non
         try:
             deadline = time.monotonic() + 15
             while True:
-                hosts = {row["host"]: row for row in _get(base, "/api/hosts")}
+                hosts = {row["host"]: row for row in _get(base, "/api/hosts?sort=queued")["hosts"]}
                 slow = (hosts.get(f"slow.test:{port}") or {}).get("live") or {}
                 busy = (hosts.get(f"busy.test:{port}") or {}).get("live") or {}
                 if slow.get("delay_cause") == "crawl-delay" and busy.get("delay_cause") == "backoff":

@@ -65,7 +65,7 @@ def test_crawlspace_serve_watches_a_crawl_running_in_another_process(
             other = LiveCrawl(server, match[1], out, [])  # the same requests, to the other process's dashboard
             first = other.wait_for(lambda o: o["state"] == "running" and o["pages"] > 5, what="the other's view")
             other.wait_for(lambda o: o["pages"] > first["pages"], what="pages rising in the other's view")
-            hosts = other.get("/api/hosts")
+            hosts = other.get("/api/hosts")["hosts"]
             assert hosts and sum(host["pages"] for host in hosts) > 0
             crawl.control("stop")
             assert crawl.process.wait(60) == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from crawlspace.serve.view import SIZE_BUCKETS, CrawlView, ProgressTail, outcome_rows, summarize
+from crawlspace.serve.view import SIZE_BUCKETS, CostRuled, CrawlView, ProgressTail, outcome_rows, summarize
 from crawlspace.store.crawltable import FetchInfo
 
 
@@ -92,7 +92,7 @@ def test_the_state_of_a_crawl_from_its_files(tmp_path: Path) -> None:
     (tmp_path / "stats.json").write_text(json.dumps({"finished_at": 1000.0, "pages_fetched": 7, "termination": "x"}))
     view.refresh()
     assert view.state() == "finished" and view.counts()["pages"] == 7
-    assert view.hosts() == [] and view.page("http://a.test/") is None  # no table: nothing, not an error
+    assert view.hosts().rows == [] and view.page("http://a.test/") is None  # no table: nothing, not an error
 
 
 def _progress(path: Path, *lines: dict[str, object]) -> None:
@@ -136,7 +136,7 @@ def test_the_partitions_host_reports_are_merged_into_the_hosts(tmp_path: Path) -
     )
     (tmp_path / "hosts.json").write_text('{"format": 1, "rows": [')  # torn: skipped, not fatal
     view = CrawlView(tmp_path)
-    hosts = {host["host"]: host for host in view.hosts()}  # no crawl table yet: the live rows alone
+    hosts = {host["host"]: host for host in view.hosts().rows}  # no crawl table yet: the live rows alone
     assert hosts["a.test"]["pages"] == 0 and hosts["a.test"]["live"]["next_contact"] == 1002.5
     assert hosts["a.test"]["live"]["partition"] == 0 and hosts["b.test"]["live"]["delay_cause"] == "backoff"
     summary = view.host_files().summary()
@@ -190,3 +190,25 @@ def test_the_host_file_is_written_no_sooner_than_its_cost_allows(tmp_path: Path)
     assert writer.maybe_write() and writer.writes == 2
     (report,) = read_host_files(tmp_path).reports
     assert (report["time"], report["hosts"], report["listed"], report["back_queued"]) == (50.0, 5, 3, 4)
+
+
+def test_a_read_is_kept_for_good_when_finished_and_a_hundred_times_its_cost_when_live() -> None:
+    now = [0.0]
+    reads: list[float] = []
+    kept: CostRuled[int] = CostRuled(lambda: now[0], keep=2)
+
+    def read() -> int:
+        reads.append(now[0])
+        now[0] += 0.05  # the read takes 50 ms: kept 5 s on a live crawl
+        return len(reads)
+
+    assert kept.get("a", read, live=True) == 1
+    now[0] = 4.0
+    assert kept.get("a", read, live=True) == 1
+    now[0] = 5.1
+    assert kept.get("a", read, live=True) == 2 and reads == [0.0, 5.1]
+    now[0] = 1000.0
+    assert kept.get("a", read, live=False) == 2  # finished: nothing changes any more
+    kept.get("b", read, live=False)
+    kept.get("c", read, live=False)  # the oldest one used, a, is dropped
+    assert kept.get("a", read, live=False) == 5 and len(reads) == 5
