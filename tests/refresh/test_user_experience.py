@@ -82,6 +82,7 @@ def test_pages_shown_for_logged_queries_are_refreshed_more_than_pages_that_chang
                 unshown.remove(other)
                 pairs.append((url, other))
         assert len(pairs) >= 5, (len(fast), pairs)
+        _check_impacts_of_stored_versions(out, titles, tmp_path)
 
         second_run = time.time()
         _crawl(out, running.hosts_file, running.seeds, resume=True, max_seconds=26.0, max_rate=8.0,
@@ -102,6 +103,35 @@ def test_pages_shown_for_logged_queries_are_refreshed_more_than_pages_that_chang
     assert shown_requests >= 2 * max(alike_requests, 3), (shown_requests, alike_requests, requests)
     section = json.loads((out / "stats.json").read_text())["refresh"]["user_experience"]
     assert section["index"] == "ok" and section["computations"] >= 5 and section["weighted_pages"] >= len(targets)
+    # the crawl measured the impact of the shown pages' changes from their stored versions
+    assert section["history"] == "ok" and section["impact_measured"] >= 1, section
+
+
+def _check_impacts_of_stored_versions(out: Path, titles: dict[str, str], tmp_path: Path) -> None:
+    """On the first run's crawl (its versions parsed back from the WARC files): a changed page, logged
+    under a query of its title and a word its change brought, moved for it (the earlier version did
+    not have the word: not shown); under its title alone (the changes leave titles be) it moved less."""
+    from crawlspace.index import tokenize
+
+    with CrawlReader(out) as reader:
+        for url in sorted(titles):
+            versions = reader.versions(url)
+            if len(versions) < 2:
+                continue
+            brought = set(tokenize(versions[0].text)) - set(tokenize(versions[-1].text))
+            if brought:
+                word = min(brought)
+                break
+        else:
+            raise AssertionError("no page with a changed version stored")
+    impacts = {}
+    for name, query in (("moved", f'"{titles[url]}" {word}'), ("title", f'"{titles[url]}"')):
+        log = tmp_path / f"{name}-queries.txt"
+        log.write_text(query + "\n", encoding="utf-8")
+        weights = UserExperienceWeights(out / "jobs" / "index", log, crawl_dir=out)
+        weights.compute()
+        impacts[name] = weights.impacts[url]
+    assert impacts["moved"] > max(impacts["title"], IMPACT_FLOOR), (url, word, impacts)
 
 
 def test_weights_sum_discounted_impressions_over_the_logged_queries(tmp_path: Path) -> None:
