@@ -39,6 +39,7 @@ Memory: a float and a key per page some logged query shows, at most k x the dist
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -67,6 +68,7 @@ IMPACT_FLOOR = 0.1
 """The impact of a page whose changes never moved a result: a tenth of one that goes in and out of first place."""
 IMPACT_PRIOR = 0.5
 TOP_K = 10
+log = logging.getLogger("crawlspace")
 IMPACT_PAGES = 200
 """Pages whose versions are read and scored per computation (a few milliseconds each, mostly parsing)."""
 
@@ -207,26 +209,37 @@ class UserExperienceWeights:
         except (CrawlTableError, OSError) as exc:
             return 0, 0, f"none ({exc})"[:200]
         measured = pending = 0
-        with reader:
-            for url in sorted(shown, key=lambda url: -impressions[url]):
-                showings = shown[url]
-                fetches = reader.fetch_history(url)
-                changes = fetches[0].changes if fetches else 0
-                key = (changes, tuple(sorted((showing.query.terms, showing.count) for showing in showings)))
-                known = self._measured.get(url)
-                if known is not None and known.key == key:
-                    continue
-                if not changes:  # nothing to measure until it changes
-                    self._measured[url] = _Measured(key, IMPACT_PRIOR, 0)
-                    continue
-                if measured >= self.impact_pages:
-                    pending += 1
-                    continue
-                self._measured[url] = self._page_impact(reader, scorer, url, showings, key)
-                measured += 1
+        try:
+            with reader:
+                for url in sorted(shown, key=lambda url: -impressions[url]):
+                    done = self._measure_page(reader, scorer, url, shown[url], measured < self.impact_pages)
+                    measured += done == "measured"
+                    pending += done == "pending"
+        except Exception as exc:  # advisory: a table or file that fails to read must not end the crawl
+            log.warning("refresh: the user-experience impacts stay as they were: %s", exc)
+            return measured, pending, f"failed ({exc})"[:200]
         for url in set(self._measured) - set(shown):  # no longer shown: measured again if it comes back
             del self._measured[url]
         return measured, pending, "ok"
+
+    def _measure_page(
+        self, reader: CrawlReader, scorer: BM25F, url: str, showings: list[Showing], allowed: bool
+    ) -> str:
+        """Measure the page's impact if it needs it and `allowed`: "measured" (its versions were scored),
+        "current" (nothing to do) or "pending" (it needs it, and must wait for a later computation)."""
+        fetches = reader.fetch_history(url)
+        changes = fetches[0].changes if fetches else 0
+        key = (changes, tuple(sorted((repr(showing.query), showing.count) for showing in showings)))
+        known = self._measured.get(url)
+        if known is not None and known.key == key:
+            return "current"
+        if not changes:  # nothing to measure until it changes
+            self._measured[url] = _Measured(key, IMPACT_PRIOR, 0)
+            return "current"
+        if not allowed:
+            return "pending"
+        self._measured[url] = self._page_impact(reader, scorer, url, showings, key)
+        return "measured"
 
     def _page_impact(
         self, reader: CrawlReader, scorer: BM25F, url: str, showings: list[Showing], key: tuple[object, ...]
