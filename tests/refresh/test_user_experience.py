@@ -173,6 +173,20 @@ def test_the_user_experience_policy_needs_a_readable_query_log(tmp_path: Path) -
         )  # fmt: skip
         with pytest.raises(ConfigError, match=f"refresh_query_log: .*{said}"):
             Crawler(config, out=tmp_path / f"crawl{number}", seeds=["http://a.test/"], progress=False).run()
+    # a log that is not there yet is created, empty, for the dashboard to append to
+    from crawlspace.crawl.engine import CrawlEngine
+
+    created = tmp_path / "created.txt"
+    config = CrawlConfig(
+        refresh=True, max_rate=10.0, refresh_policy="user-experience", refresh_query_log=str(created), processes=1
+    )
+    engine = CrawlEngine(config, tmp_path / "crawl", handle_signals=False)
+    try:
+        assert created.read_bytes() == b""
+        assert engine.refreshing is not None and engine.refreshing.refresher.experience is not None
+        assert engine.refreshing.refresher.experience.crawl_dir == tmp_path / "crawl"
+    finally:
+        engine.close_unstarted()
 
 
 def _versioned_crawl(directory: Path, pages: dict[str, list[tuple[str, str]]]) -> None:
@@ -254,6 +268,10 @@ def test_a_page_whose_changes_move_it_for_a_logged_query_outweighs_one_shown_ali
     budgeted = UserExperienceWeights(tmp_path / "index", log, crawl_dir=crawl, impact_pages=1)
     _, stats = budgeted.compute()
     assert stats["impact_measured"] == 1 and stats["impact_pending"] == 1
+    # no crawl table yet: impressions with the prior's impact, and why
+    tableless = UserExperienceWeights(tmp_path / "index", log, crawl_dir=tmp_path / "no-crawl")
+    found, stats = tableless.compute()
+    assert str(stats["history"]).startswith("none") and set(tableless.impacts.values()) == {IMPACT_PRIOR}
 
 
 def test_the_query_log_is_read_as_it_grows_and_malformed_lines_are_counted_not_fatal(tmp_path: Path) -> None:
