@@ -18,8 +18,8 @@ from first result to not shown, or back). A change's movement is the mean over t
 the page, each as often as it was logged; the page's impact is the mean over its changes, at least
 `IMPACT_FLOOR` (a page whose changes never move a result, such as edits of words no query has, is
 still refreshed now and then: the index it would rank in is built from those fetches). A page with
-no change kept yet has impact `IMPACT_PRIOR` (as if its one change so far had moved it halfway out
-of the first place).
+no change kept yet has impact `IMPACT_PRIOR`, halfway between a change that moves nothing and one that
+takes the page in or out of first place: until its history says, it is neither.
 
 A page's weight is `FLOOR` + impressions x impact. The refresh allocation is then Cho &
 Garcia-Molina's optimal one (refresh.policies.Optimal) under those weights: a page on the first
@@ -33,7 +33,8 @@ page's versions read back from the WARC files and parsed, so it is measured for 
 first), and kept with the page's change count and the queries showing it: a page is measured again
 only when it changed again or the queries showing it did. Before there is an index every page weighs
 the floor (plain freshness); a crawl table that cannot be opened yet leaves impacts at the prior.
-Memory: a float and a key per page some logged query shows, at most k x the distinct queries.
+Memory: a small record (impact, change count, the queries showing it) per page some logged query shows,
+at most k x the distinct queries; no page text is kept between computations.
 """
 
 from __future__ import annotations
