@@ -119,7 +119,8 @@ def main() -> None:
 @click.option("--crawl-id", help="The cluster crawl's name in Redis (default: crawl).")
 @click.option(
     "--serve", "serve_port", type=click.IntRange(0, 65535), metavar="PORT",
-    help="Serve this crawl's dashboard on 127.0.0.1:PORT while it runs (0: any free port; the URL is printed).",
+    help="Serve this crawl's dashboard on 127.0.0.1:PORT while it runs (0: any free port; the URL is printed); "
+    "its searches are appended to refresh_query_log, if set.",
 )  # fmt: skip
 def crawl(
     seeds_file: Path | None,
@@ -206,7 +207,8 @@ def crawl(
             from crawlspace.serve.server import ServeError, attached
 
             try:
-                with attached(out, serve_port, cluster_url=cluster_url):
+                query_log = Path(config.refresh_query_log) if config.refresh_query_log else None
+                with attached(out, serve_port, cluster_url=cluster_url, query_log=query_log):
                     stats = crawler.run()
             except ServeError as exc:
                 fail(str(exc))

@@ -506,7 +506,9 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
         str | None,
         _doc(
             "The user-experience policy's query log: a text file, one query per line (a query logged n times "
-            "counts n times); read again at every recomputation."
+            "counts n times), created empty if missing and read as it grows at every recomputation (malformed "
+            "lines are skipped and counted); `crawl --serve` appends the searches made on the dashboard to it, "
+            "so keep it outside the crawl directory."
         ),
     ] = None
     refresh_query_interval: Annotated[

@@ -23,8 +23,9 @@ from crawlspace.config import ConfigError, CrawlConfig
 from crawlspace.fetch import FetchResult, Validators
 from crawlspace.frontier import Frontier, FrontierEntry
 from crawlspace.policies.pagerank import PartialPageRank
-from crawlspace.refresh.experience import QueryLogError, UserExperienceWeights, read_query_log
+from crawlspace.refresh.experience import UserExperienceWeights
 from crawlspace.refresh.policies import POLICIES
+from crawlspace.refresh.querylog import QueryLogError, create_query_log, read_query_log
 from crawlspace.refresh.refresher import Refresher
 from crawlspace.refresh.schedule import RefreshSchedule
 
@@ -79,11 +80,13 @@ class Refreshing:
             assert config.refresh_query_log is not None, "config validation: user-experience needs a query log"
             query_log = Path(config.refresh_query_log)
             try:  # a log that cannot be read is an error now, not at the first recomputation
+                create_query_log(query_log)  # the dashboard's searches are appended to it (`crawl --serve`)
                 read_query_log(query_log)
             except QueryLogError as exc:
                 raise ConfigError(f"refresh_query_log: {exc}") from None
+            crawl = crawl_directory(out_dir)
             refresher.experience = UserExperienceWeights(
-                crawl_directory(out_dir) / "jobs" / "index", query_log, interval=config.refresh_query_interval
+                crawl / "jobs" / "index", query_log, crawl_dir=crawl, interval=config.refresh_query_interval
             )
         return cls(refresher, frontier, wake=wake)
 

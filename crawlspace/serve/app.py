@@ -24,6 +24,7 @@ import jinja2
 from aiohttp import web
 
 from crawlspace.crawl.control import COMMANDS, send_command
+from crawlspace.refresh.querylog import SearchLog
 from crawlspace.serve.hosttable import COLUMNS, HostPage, HostQuery, HostQueryError
 from crawlspace.serve.metrics import CONTENT_TYPE, exposition, registry_for
 from crawlspace.serve.security import CSRF_FIELD, CSRF_HEADER, TOKEN_COOKIE, Guard, Request
@@ -40,11 +41,13 @@ GUARD_KEY = web.AppKey("guard", Guard)
 
 
 class Dashboard:
-    """The view, the guard, the templates and the one thread the view is read on."""
+    """The view, the guard, the templates, the one thread the view is read on, and where the searches
+    made are logged (`search_log`: the query log the user-experience refresh policy reads)."""
 
-    def __init__(self, view: CrawlView, guard: Guard) -> None:
+    def __init__(self, view: CrawlView, guard: Guard, search_log: SearchLog | None = None) -> None:
         self.view = view
         self.guard = guard
+        self.search_log = search_log
         self.registry = registry_for(view)
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -69,6 +72,16 @@ class Dashboard:
 
         return await asyncio.get_running_loop().run_in_executor(self._thread, run)
 
+    async def search(self, query: str, top: int) -> dict[str, Any]:
+        """The search, logged first (on the view's thread: a write to a file)."""
+
+        def run() -> dict[str, Any]:
+            if self.search_log is not None:
+                self.search_log.append(query)
+            return self.view.search(query, top)
+
+        return await self.read(run)
+
     def render(self, name: str, **values: Any) -> web.Response:
         page = self.templates.get_template(name).render(
             csrf=self.guard.csrf_secret, directory=str(self.view.directory), **values
@@ -78,6 +91,8 @@ class Dashboard:
     def close(self) -> None:
         self._thread.shutdown(wait=True)
         self.view.close()
+        if self.search_log is not None:
+            self.search_log.close()
 
 
 DASHBOARD_KEY = web.AppKey("dashboard", Dashboard)
@@ -205,7 +220,7 @@ async def record_page(request: web.Request) -> web.Response:
 async def search_page(request: web.Request) -> web.Response:
     dashboard = _dashboard(request)
     query = request.query.get("q", "").strip()
-    result = await dashboard.read(dashboard.view.search, query, _top(request)) if query else None
+    result = await dashboard.search(query, _top(request)) if query else None
     return dashboard.render("search.html", page="search", query=query, result=result)
 
 
@@ -283,7 +298,7 @@ async def api_search(request: web.Request) -> web.Response:
     query = request.query.get("q", "").strip()
     if not query:
         return _json({"error": "give a query: ?q=words"}, 400)
-    return _json(await dashboard.read(dashboard.view.search, query, _top(request)))
+    return _json(await dashboard.search(query, _top(request)))
 
 
 async def api_control(request: web.Request) -> web.Response:
@@ -304,9 +319,11 @@ async def metrics(request: web.Request) -> web.Response:
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 
-def make_app(view: CrawlView, guard: Guard) -> web.Application:
+def make_app(view: CrawlView, guard: Guard, search_log: SearchLog | None = None) -> web.Application:
+    """The dashboard's routes; `search_log`: every search made on it is appended there (it owns it
+    from here: closed with the app)."""
     app = web.Application(middlewares=[guarded])
-    dashboard = Dashboard(view, guard)
+    dashboard = Dashboard(view, guard, search_log)
     app[VIEW_KEY] = view
     app[GUARD_KEY] = guard
     app[DASHBOARD_KEY] = dashboard

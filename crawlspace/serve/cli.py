@@ -34,10 +34,17 @@ def announce(address: Address) -> None:
     envvar="CRAWLSPACE_CLUSTER",
     help="DIRECTORY is a node of this cluster crawl (its Redis): every node's row on the overview.",
 )
+@click.option(
+    "--query-log",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Append every search made on the dashboard to FILE, one query a line (outside DIRECTORY): the query "
+    "log of a continuous crawl's user-experience refresh policy (its refresh_query_log).",
+)
 @click.option("--stop-with-parent", is_flag=True, hidden=True, help="End when the process that started this one ends.")
 def serve(
-    directory: Path, port: int, host: str, token_file: Path | None, cluster_url: str | None, stop_with_parent: bool
-) -> None:
+    directory: Path, port: int, host: str, token_file: Path | None, cluster_url: str | None, query_log: Path | None,
+    stop_with_parent: bool,
+) -> None:  # fmt: skip
     """Serve the dashboard, search page, JSON API and Prometheus /metrics of the crawl in DIRECTORY.
 
     It only reads DIRECTORY (the pause, resume and stop buttons write its control.json)."""
@@ -52,8 +59,9 @@ def serve(
             click.echo("crawlspace: listening beyond loopback: every request needs the token below", err=True)
         nodes = None if cluster_url is None else ClusterNodes.of_directory(cluster_url, directory)
         serve_forever(
-            directory, host, port, make_guard(host, token), announce, nodes, stop_with_parent=stop_with_parent
-        )
+            directory, host, port, make_guard(host, token), announce, nodes, stop_with_parent=stop_with_parent,
+            query_log=query_log,
+        )  # fmt: skip
     except ServeError as exc:
         click.echo(f"crawlspace: error: {exc}", err=True)
         sys.exit(2)

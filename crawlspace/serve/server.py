@@ -28,6 +28,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from crawlspace.refresh.querylog import QueryLogError, QueryLogWriter
 from crawlspace.serve.app import make_app
 from crawlspace.serve.security import Guard, is_loopback, new_token
 from crawlspace.serve.view import CrawlView, NodeStatus
@@ -67,13 +68,30 @@ class Address:
         return base if self.token is None else f"{base}?token={self.token}"
 
 
+def open_search_log(directory: Path, query_log: Path) -> QueryLogWriter:
+    """The query log the dashboard appends its searches to: never inside the crawl directory, which
+    serving only reads (the crawl's `refresh_query_log` is a file of its own, outside it)."""
+    inside = query_log.resolve()
+    if inside == directory.resolve() or directory.resolve() in inside.parents:
+        raise ServeError(
+            f"the query log {query_log} is inside the crawl directory {directory}, which serving never "
+            "modifies: give a file outside it"
+        )
+    try:
+        return QueryLogWriter(query_log)
+    except QueryLogError as exc:
+        raise ServeError(str(exc)) from None
+
+
 async def start(
-    directory: Path, host: str, port: int, guard: Guard, nodes: NodeStatus | None = None
+    directory: Path, host: str, port: int, guard: Guard, nodes: NodeStatus | None = None, query_log: Path | None = None
 ) -> tuple[web.AppRunner, Address]:
     """The dashboard of `directory` listening on host:port (0: a free port), and its address;
-    `nodes`: the statuses of the cluster crawl `directory` is a node of."""
+    `nodes`: the statuses of the cluster crawl `directory` is a node of; `query_log`: where the
+    searches made on it are appended (refresh.querylog)."""
+    search_log = None if query_log is None else open_search_log(directory, query_log)
     view = CrawlView(directory, nodes=nodes)
-    runner = web.AppRunner(make_app(view, guard), access_log=None, handle_signals=False)
+    runner = web.AppRunner(make_app(view, guard, search_log), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:
@@ -100,13 +118,14 @@ def serve_forever(
     nodes: NodeStatus | None = None,
     *,
     stop_with_parent: bool = False,
+    query_log: Path | None = None,
 ) -> None:
     """Serve until Ctrl-C (SIGINT); with `stop_with_parent`, also until the process that started
     this one is gone (reparented: the crawl it watched was killed)."""
     parent = os.getppid()
 
     async def main() -> None:
-        runner, address = await start(directory, host, port, guard, nodes)
+        runner, address = await start(directory, host, port, guard, nodes, query_log)
         announce(address)
         try:
             while not stop_with_parent or os.getppid() == parent:
@@ -121,8 +140,12 @@ def serve_forever(
 class BackgroundDashboard:
     """The dashboard on a thread of its own; `start` returns once it listens, `stop` ends it."""
 
-    def __init__(self, directory: Path, host: str, port: int, guard: Guard, nodes: NodeStatus | None = None) -> None:
+    def __init__(
+        self, directory: Path, host: str, port: int, guard: Guard, nodes: NodeStatus | None = None,
+        query_log: Path | None = None,
+    ) -> None:  # fmt: skip
         self.directory, self.host, self.port, self.guard, self.nodes = directory, host, port, guard, nodes
+        self.query_log = query_log
         self.address: Address | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -143,7 +166,9 @@ class BackgroundDashboard:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
             try:
-                runner, self.address = await start(self.directory, self.host, self.port, self.guard, self.nodes)
+                runner, self.address = await start(
+                    self.directory, self.host, self.port, self.guard, self.nodes, self.query_log
+                )
             except BaseException as exc:
                 self._error = exc
                 self._ready.set()
@@ -181,8 +206,11 @@ class DashboardProcess:
     """`crawlspace serve DIR` in a child process (module docstring); `start` returns its address once
     it listens, `stop` ends it by its PID. Its stderr is passed on to this process's."""
 
-    def __init__(self, directory: Path, host: str, port: int, *, cluster_url: str | None = None) -> None:
+    def __init__(
+        self, directory: Path, host: str, port: int, *, cluster_url: str | None = None, query_log: Path | None = None
+    ) -> None:
         self.directory, self.host, self.port, self.cluster_url = directory, host, port, cluster_url
+        self.query_log = query_log
         self.process: subprocess.Popen[str] | None = None
 
     def start(self) -> Address:
@@ -190,6 +218,8 @@ class DashboardProcess:
             sys.executable, "-m", "crawlspace", "serve", str(self.directory), "--host", self.host,
             "--port", str(self.port), "--stop-with-parent",
         ]  # fmt: skip
+        if self.query_log is not None:
+            command += ["--query-log", str(self.query_log)]
         env = dict(os.environ)
         if self.cluster_url is not None:  # by the environment: a command line is visible to every user
             env["CRAWLSPACE_CLUSTER"] = self.cluster_url
@@ -240,12 +270,14 @@ class DashboardProcess:
 
 @contextlib.contextmanager
 def attached(
-    directory: Path, port: int, *, host: str = "127.0.0.1", cluster_url: str | None = None
-) -> Iterator[Address]:
+    directory: Path, port: int, *, host: str = "127.0.0.1", cluster_url: str | None = None,
+    query_log: Path | None = None,
+) -> Iterator[Address]:  # fmt: skip
     """The dashboard of the crawl in `directory` in a process of its own for the duration of the block
     (`crawl --serve`, `demo --serve`); its URL is printed to stderr. `cluster_url`: the crawl is a
-    node of that cluster (its nodes' rows on the overview)."""
-    dashboard = DashboardProcess(directory, host, port, cluster_url=cluster_url)
+    node of that cluster (its nodes' rows on the overview). `query_log`: the searches made on it are
+    appended there (`crawl --serve` gives the crawl's `refresh_query_log`, which its refresher reads)."""
+    dashboard = DashboardProcess(directory, host, port, cluster_url=cluster_url, query_log=query_log)
     address = dashboard.start()
     print(f"crawlspace: dashboard at {address.url}", file=sys.stderr, flush=True)
     try:

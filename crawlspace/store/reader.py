@@ -21,6 +21,7 @@ in whichever directory holds it. What it gives, each as typed msgspec Structs an
                          newest parse
     fetches(part)        (URL, newest `FetchInfo`) of each page, the fetch cells only (cheap to count)
     fetch_history(url)   every kept fetch of a URL (`FetchInfo`), newest first: the change history
+    versions(url)        the kept versions of a URL's content (`PageVersion`: time, title, text), newest first
     records(url)         the WARC records of a URL, found through the CDXJ indexes, newest first
     parse(page)          a page parsed again from its WARC response (its text when the crawl kept
                          only pointers, `store_text = false`)
@@ -65,6 +66,7 @@ __all__ = [
     "FetchInfo",
     "KeyRange",
     "PageBody",
+    "PageVersion",
     "StoredPage",
     "TableReader",
     "open_table",
@@ -163,6 +165,15 @@ class StoredPage(msgspec.Struct, frozen=True, kw_only=True):
     """Where the response (or revisit record) is in the WARC files (`CrawlReader.record` reads it)."""
     outlinks: list[Edge] = []
     """The distinct links of the newest parse, in page order (no self-links)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PageVersion:
+    """One stored version of a page: when it was fetched (the table cell's time), its title and text."""
+
+    fetched: float
+    title: str
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +336,31 @@ class CrawlReader:
         row = self.table.get(url, family="fetch", versions=None)
         return [] if row is None else row.fetches
 
+    def versions(self, url: str) -> list[PageVersion]:
+        """The page's stored versions that differ from each other, newest first: the texts of the
+        `content` cells the table keeps (`table_content_versions`, 3 by default), parsed again from
+        their WARC responses when the crawl kept only pointers. A refetch that found the page as it
+        was (a 304, an identical body: a revisit record) adds no version; a version whose record is
+        missing or does not parse is left out. What a job needs to see how a page's changes changed
+        it (the user-experience refresh policy scores each version against the logged queries)."""
+        row = self.table.get(url, family=("title", "content"), versions=None)
+        if row is None:
+            return []
+        titles = {cell.timestamp: str(cell.value) for cell in row.versions("title") if cell.value is not None}
+        texts = row.versions("content", "text")
+        if texts:
+            return [PageVersion(c.timestamp, titles.get(c.timestamp, ""), str(c.value or "")) for c in texts]
+        found: list[PageVersion] = []
+        for cell in row.versions("content", "warc"):
+            try:
+                capture = Capture.from_list(cell.value)
+            except (TypeError, ValueError):
+                continue
+            parsed = self._parse_capture(capture)
+            if parsed is not None:
+                found.append(PageVersion(cell.timestamp, parsed.title or "", parsed.text or ""))
+        return found
+
     def anchors(self, url: str) -> list[Anchor]:
         """The newest anchor text of each page linking to `url` (as the crawl stored it)."""
         row = self.table.get(url, family="anchor")
@@ -367,10 +403,11 @@ class CrawlReader:
         canonical, the robots directives of its meta tags and X-Robots-Tag header for every agent),
         or None when there is nothing to parse: no pointer, a revisit record, a body that is not
         HTML or does not decode, a file missing or damaged."""
-        if page.capture is None:
-            return None
+        return None if page.capture is None else self._parse_capture(page.capture)
+
+    def _parse_capture(self, capture: Capture) -> ParsedPage | None:
         try:
-            record = self.record(page.capture)
+            record = self.record(capture)
             if record.type != "response":
                 return None
             _, headers, body = parse_http_response(record.block)

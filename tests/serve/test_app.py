@@ -16,17 +16,23 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.parser import text_string_to_metric_families
 
 from crawlspace.jobs import run as run_jobs
+from crawlspace.refresh.experience import UserExperienceWeights, impression
+from crawlspace.refresh.querylog import QueryLogWriter, SearchLog
 from crawlspace.serve.app import make_app
 from crawlspace.serve.security import CSRF_HEADER, TOKEN_COOKIE, Guard
+from crawlspace.serve.server import ServeError, open_search_log
 from crawlspace.serve.view import CrawlView
 from tests.serve.hostile import ANCHOR_PAYLOAD, ATTRIBUTE_PAYLOAD, TITLE_PAYLOAD
 
 T = TypeVar("T")
 
 
-def with_client(directory: Path, body: Callable[[TestClient[Any, Any]], Awaitable[T]], guard: Guard | None = None) -> T:
+def with_client(
+    directory: Path, body: Callable[[TestClient[Any, Any]], Awaitable[T]], guard: Guard | None = None,
+    search_log: SearchLog | None = None,
+) -> T:  # fmt: skip
     async def main() -> T:
-        app = make_app(CrawlView(directory), guard or Guard(token=None))
+        app = make_app(CrawlView(directory), guard or Guard(token=None), search_log)
         async with TestClient(TestServer(app, host="127.0.0.1")) as client:
             return await body(client)
 
@@ -37,6 +43,10 @@ def tree(directory: Path) -> dict[str, tuple[int, int]]:
     return {
         str(path): (path.stat().st_size, path.stat().st_mtime_ns) for path in directory.rglob("*") if path.is_file()
     }
+
+
+def _without_options(files: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    return {path: stat for path, stat in files.items() if not path.endswith("rocksdict-config.json")}
 
 
 def test_the_overview_api_gives_the_crawl_s_figures(hostile_crawl: Path) -> None:
@@ -237,11 +247,29 @@ def test_search_says_how_to_build_the_index_then_finds_pages(hostile_crawl: Path
     indexed = tmp_path / "indexed"
     shutil.copytree(hostile_crawl, indexed)
     run_jobs(indexed, only=["index"], scheduler="synchronous")
-    api, html = with_client(indexed, search)
+    before = tree(indexed)
+    query_log = tmp_path / "queries.txt"  # a continuous crawl's refresh_query_log, outside its directory
+    api, html = with_client(indexed, search, search_log=QueryLogWriter(query_log))
     assert [hit["title"] for hit in api["hits"]] == [TITLE_PAYLOAD]
     assert any(marked and text.lower() == "hostile" for text, marked in api["hits"][0]["snippet"])
     _assert_escaped(html)
     assert "<mark>" in html.lower() or "<mark>Hostile</mark>" in html
+
+    async def broken_line(client: TestClient[Any, Any]) -> int:  # a query that would end the log's line
+        return (await client.get("/api/search?q=" + quote("hostile\ninjected\u2028line", safe=""))).status
+
+    assert with_client(indexed, broken_line, search_log=QueryLogWriter(query_log)) == 200
+    # logging the searches writes outside the crawl directory only (rocksdict rewrites its options file,
+    # the same bytes, whenever the dashboard opens the table read-only to show a hit's snippet)
+    assert _without_options(tree(indexed)) == _without_options(before)
+    assert query_log.read_text(encoding="utf-8").splitlines() == ["hostile", "hostile", "hostile injected line"]
+    # the user-experience refresh policy reads the searches: the page they showed weighs most
+    weights = UserExperienceWeights(indexed / "jobs" / "index", query_log)
+    found, stats = weights.compute()
+    assert stats["queries"] == 2 and stats["query_log_lines"] == 3 and stats["malformed_lines"] == 0
+    assert found == {api["hits"][0]["url"]: pytest.approx(2 * impression(1))}
+    with pytest.raises(ServeError, match="inside the crawl directory"):
+        open_search_log(indexed, indexed / "queries.txt")
 
 
 def test_the_page_shows_in_links_and_duplicates_once_the_jobs_ran(hostile_crawl: Path, tmp_path: Path) -> None:
@@ -262,3 +290,16 @@ def test_the_page_shows_in_links_and_duplicates_once_the_jobs_ran(hostile_crawl:
     assert sources["second"] == ANCHOR_PAYLOAD and sources["third"] == "home"
     assert row["duplicates"] == {"exact": [], "near": [], "exact_total": 0, "near_total": 0}
     _assert_escaped(html)
+
+
+def test_serve_refuses_a_query_log_inside_the_directory_it_reads(hostile_crawl: Path) -> None:
+    from click.testing import CliRunner
+
+    from crawlspace.cli import main
+
+    before = tree(hostile_crawl)
+    result = CliRunner().invoke(
+        main, ["serve", str(hostile_crawl), "--port", "0", "--query-log", str(hostile_crawl / "queries.txt")]
+    )
+    assert result.exit_code == 2 and "inside the crawl directory" in result.output, result.output
+    assert tree(hostile_crawl) == before

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -50,11 +51,18 @@ def test_pause_resume_and_stop_a_live_crawl(served_small_web: RunningServer, tmp
 def test_crawlspace_serve_watches_a_crawl_running_in_another_process(
     served_small_web: RunningServer, tmp_path: Path
 ) -> None:
+    """... and each dashboard appends the searches made on it to its query log: the attached one to the
+    crawl's refresh_query_log (what a continuous crawl's user-experience policy reads), the other to its
+    --query-log, both outside the crawl directory."""
     out = tmp_path / "crawl"
-    with live_crawl(served_small_web, out, "--min-delay", "0.3", "--max-seconds", "120") as crawl:
+    crawl_log, other_log = tmp_path / "crawl-queries.txt", tmp_path / "other-queries.txt"
+    config = tmp_path / "crawl.toml"
+    config.write_text(f"refresh_query_log = {json.dumps(str(crawl_log))}\n", encoding="utf-8")
+    options = ("--config", str(config), "--min-delay", "0.3", "--max-seconds", "120")
+    with live_crawl(served_small_web, out, *options) as crawl:
         crawl.wait_for(lambda o: o["pages"] > 5, what="pages")
         server = subprocess.Popen(
-            [sys.executable, "-m", "crawlspace", "serve", str(out), "--port", "0"],
+            [sys.executable, "-m", "crawlspace", "serve", str(out), "--port", "0", "--query-log", str(other_log)],
             stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)),
         )  # fmt: skip
         try:
@@ -67,6 +75,10 @@ def test_crawlspace_serve_watches_a_crawl_running_in_another_process(
             other.wait_for(lambda o: o["pages"] > first["pages"], what="pages rising in the other's view")
             hosts = other.get("/api/hosts")["hosts"]
             assert hosts and sum(host["pages"] for host in hosts) > 0
+            crawl.get("/api/search?q=" + quote("searched\non the crawl's dashboard", safe=""))
+            other.get("/api/search?q=searched+on+the+other")
+            assert crawl_log.read_text(encoding="utf-8") == "searched on the crawl's dashboard\n"
+            assert other_log.read_text(encoding="utf-8") == "searched on the other\n"
             crawl.control("stop")
             assert crawl.process.wait(60) == 0
             stats = json.loads((out / "stats.json").read_text())
