@@ -1,4 +1,4 @@
-"""Word shingles and their MinHash signatures, in one compiled pass over the text (IIR ch. 19.6).
+"""Word shingles and their MinHash signatures, vectorized with numpy (IIR ch. 19.6).
 
 Why not datasketch: its `MinHash` hashes each shingle in Python (SHA-1 by default) and then
 applies 128 permutations to every shingle, O(128 n) per document; measured on 25 KB pages
@@ -6,42 +6,44 @@ applies 128 permutations to every shingle, O(128 n) per document; measured on 25
 under the 2,000 the crawl needs. Hashing every shingle with xxh3 in a Python loop is also
 too slow (one call per shingle). So:
 
-* words are the maximal runs of ASCII letters and digits and non-ASCII bytes (of the UTF-8
-  text), ASCII folded to lower case; a word's hash is its polynomial hash mod 2^64
-  (h(word) = sum c_j P^j over its bytes) plus its length, mixed by murmur3's fmix64;
+* words are the maximal runs of ASCII letters and digits and non-ASCII bytes, ASCII folded
+  to lower case; each word's hash is a polynomial hash mod 2^64 computed for all words at once
+  from prefix sums (h(word) = sum c_j P^(j-start), the start's power cancelled with the inverse
+  power of the odd P), then mixed (murmur3's fmix64);
 * a shingle (k consecutive words, k = 4 by default) hashes to fmix64 of a weighted sum of its
-  words' hashes; a text of fewer than k words is one shingle of all of them;
+  words' hashes;
 * the signature is one-permutation MinHash (Li, Owen and Zhang 2012): the shingle hashes are
-  split into `num_perm` bins by their top bits and each bin keeps its minimum; empty bins
-  (short documents) borrow from the next non-empty bin with an offset per step (Shrivastava
-  and Li's rotation densification). Matching bins of two signatures estimate the Jaccard
-  similarity of the shingle sets, as k-permutation MinHash does. Each minimum keeps its low
-  16 bits (b-bit MinHash: a chance match of two different minima is 2^-16, negligible at the
-  thresholds used here).
+  split into `num_perm` bins by their top bits and each bin keeps its minimum, so a single
+  sort gives all minima; empty bins (short documents) borrow from the next non-empty bin
+  with an offset per step (Shrivastava and Li's rotation densification). Matching bins of
+  two signatures estimate the Jaccard similarity of the shingle sets, as k-permutation
+  MinHash does. Each minimum keeps its low 16 bits (b-bit MinHash: a chance match of
+  two different minima is 2^-16, negligible at the thresholds used here).
 
-Why compiled (numba, through crawlspace.jit): the signature was computed with numpy, a dozen
-whole-array passes (byte codes, powers, prefix sums, boundaries, word and shingle hashes, a sort,
-a search) with their temporaries; in the throughput benchmark's crawl that was 18% of the CPU
-(bench/README.md, issue 17). One loop over the bytes keeps the last k word hashes in a ring and
-each bin's minimum, so a page costs a few ns a byte and no memory beyond its UTF-8 encoding,
-whatever its length. The hashes are the numpy version's, bit for bit (tests/seen compare
-them with a plain-Python rendering of the definitions above).
+Memory: numpy needs about 40 bytes per byte of text for these arrays (8-byte codes, powers, prefix
+sums, hashes), so a 10 MiB text taken at once cost 400 MB. The text is therefore taken in blocks
+of `block_chars` characters (64 Ki: at most 256 KiB of UTF-8, a few MB of arrays, and within the
+precomputed power tables); a word cut by a block boundary is finished in the next block (its
+polynomial hash continues: h = h_first + P^len_first * h_rest), the last k - 1 words of a block
+start the shingles of the next, and each block's bin minima are merged into the signature's. The
+result is the same as for the whole text at once, whatever the block size.
 
 The band keys for LSH are xxh3 hashes of `rows` consecutive signature values each.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from crawlspace.jit import jit
-
 U64 = npt.NDArray[np.uint64]
 SigArray = npt.NDArray[np.uint16]
 
-_P = 0x100000001B3
+_P = 0x100000001B3  # odd, so invertible mod 2^64
+_P_INV = pow(_P, -1, 1 << 64)
 _FMIX1 = np.uint64(0xFF51AFD7ED558CCD)
 _FMIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 _SHIFT33 = np.uint64(33)
@@ -56,6 +58,8 @@ _SHINGLE_WEIGHTS = (
     0x589965CC75374CC3,
 )
 _ROTATION_OFFSET = 0x9E37
+_MOD = 1 << 64
+BLOCK_CHARS = 1 << 16
 
 
 def _word_byte_table() -> npt.NDArray[np.uint64]:
@@ -68,6 +72,7 @@ def _word_byte_table() -> npt.NDArray[np.uint64]:
 
 
 _WORD_BYTES = _word_byte_table()
+_IN_WORD = _WORD_BYTES != 0
 
 
 def fmix64(values: U64) -> U64:
@@ -80,133 +85,124 @@ def fmix64(values: U64) -> U64:
     return values
 
 
-@jit
-def _fmix64_one(value: np.uint64) -> np.uint64:
-    value ^= value >> np.uint64(33)
-    value *= np.uint64(0xFF51AFD7ED558CCD)
-    value ^= value >> np.uint64(33)
-    value *= np.uint64(0xC4CEB9FE1A85EC53)
-    value ^= value >> np.uint64(33)
-    return value
+def _word_hash(polynomial: int, length: int) -> U64:
+    """The hash of one word from its polynomial hash and length (as `_word_blocks` mixes them)."""
+    return fmix64(np.array([(polynomial + length) % _MOD], np.uint64))
 
 
-@jit
-def _word_hashes(data: npt.NDArray[np.uint8], table: U64, out: U64) -> int:
-    """The hashes of the words of `data` into `out` (room for len(data) // 2 + 1); their count."""
-    base = np.uint64(_P)
-    count = 0
-    polynomial = np.uint64(0)
-    power = np.uint64(1)
-    length = np.uint64(0)
-    for index in range(data.size + 1):
-        code = table[data[index]] if index < data.size else np.uint64(0)
-        if code:
-            polynomial += code * power
-            power *= base
-            length += np.uint64(1)
-        elif length:
-            out[count] = _fmix64_one(polynomial + length)
-            count += 1
-            polynomial = np.uint64(0)
-            power = np.uint64(1)
-            length = np.uint64(0)
-    return count
+def _joined(blocks: list[U64]) -> U64:
+    return np.concatenate(blocks) if blocks else np.empty(0, np.uint64)
 
 
-_RING = 8  # at least the longest shingle; a power of two, so that a position is masked, not divided
-assert len(_SHINGLE_WEIGHTS) <= _RING
-
-
-@jit
-def _shingle(ring: U64, newest: int, count: int, weights: U64) -> np.uint64:
-    """The hash of the `count` words ending with ring[newest] (the ring holds the last _RING)."""
-    combined = np.uint64(0)
-    first = newest - count + 1 + _RING
-    for offset in range(count):
-        combined += ring[(first + offset) & (_RING - 1)] * weights[offset]
-    mixed: np.uint64 = _fmix64_one(combined)
-    return mixed
-
-
-@jit
-def _bin_minima(
-    data: npt.NDArray[np.uint8], table: U64, weights: U64, shift: np.uint64, minima: U64, present: npt.NDArray[np.bool_]
-) -> int:
-    """Each bin's minimum shingle hash into `minima`, `present` where a shingle fell; the number of words."""
-    k = weights.size
-    ring = np.zeros(_RING, np.uint64)
-    base = np.uint64(_P)
-    words = 0
-    polynomial = np.uint64(0)
-    power = np.uint64(1)
-    length = np.uint64(0)
-    for index in range(data.size + 1):
-        code = table[data[index]] if index < data.size else np.uint64(0)
-        if code:
-            polynomial += code * power
-            power *= base
-            length += np.uint64(1)
-        elif length:
-            newest = words & (_RING - 1)
-            ring[newest] = _fmix64_one(polynomial + length)
-            if words >= k - 1:
-                value = _shingle(ring, newest, k, weights)
-                slot = value >> shift
-                if not present[slot] or value < minima[slot]:
-                    minima[slot] = value
-                    present[slot] = True
-            words += 1
-            polynomial = np.uint64(0)
-            power = np.uint64(1)
-            length = np.uint64(0)
-    if 0 < words < k:  # one shingle of all the words
-        value = _shingle(ring, words - 1, words, weights)
-        slot = value >> shift
-        minima[slot] = value
-        present[slot] = True
-    return words
-
-
-def _utf8(text: str) -> npt.NDArray[np.uint8]:
-    return np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
+def _powers(base: int, length: int) -> U64:
+    steps = np.full(length, base, np.uint64)
+    steps[0] = 1
+    return np.cumprod(steps, dtype=np.uint64)
 
 
 class Shingler:
     """Turns a text into its MinHash signature; holds only constant tables (reusable, no per-call state)."""
 
-    def __init__(self, *, shingle_words: int = 4, num_perm: int = 128) -> None:
+    def __init__(self, *, shingle_words: int = 4, num_perm: int = 128, block_chars: int = BLOCK_CHARS) -> None:
         if not 1 <= shingle_words <= len(_SHINGLE_WEIGHTS):
             raise ValueError(f"shingle_words must be in 1..{len(_SHINGLE_WEIGHTS)}")
         if num_perm < 8 or num_perm & (num_perm - 1) or num_perm > 1 << 12:
             raise ValueError("num_perm must be a power of two in 8..4096")
+        if block_chars < 1:
+            raise ValueError("block_chars must be at least 1")
         self.shingle_words = shingle_words
         self.num_perm = num_perm
+        self.block_chars = block_chars
         self._bin_shift = np.uint64(64 - (num_perm.bit_length() - 1))
-        self._weights = np.array(_SHINGLE_WEIGHTS[:shingle_words], np.uint64)
+        self._bin_starts = np.arange(num_perm, dtype=np.uint64) << self._bin_shift
+        self._bins = np.arange(num_perm, dtype=np.uint64)
+        self._weights = [np.uint64(w) for w in _SHINGLE_WEIGHTS[:shingle_words]]
+        table = 4 * block_chars + 1  # UTF-8 takes at most 4 bytes per character
+        self._pow = _powers(_P, table)
+        self._inv_pow = _powers(_P_INV, table)
 
-    def word_hashes(self, text: str) -> U64:
-        """Hashes of the text's words, in order (a word: a maximal run of letters, digits, non-ASCII)."""
-        data = _utf8(text)
-        out = np.empty(data.size // 2 + 1, np.uint64)
-        return out[: _word_hashes(data, _WORD_BYTES, out)].copy()
+    def _word_blocks(self, text: str) -> Iterator[U64]:
+        """The hashes of the text's words, block by block (a word cut by a block's end is carried over)."""
+        carry: tuple[int, int] | None = None  # (polynomial hash, length) of a word the last block ended in
+        for first in range(0, len(text), self.block_chars):
+            data = np.frombuffer(text[first : first + self.block_chars].encode("utf-8", "surrogatepass"), np.uint8)
+            size = data.size
+            # word boundaries: where the in-word flag changes, with a non-word byte on either side;
+            # they alternate start, end, start, end... (one pass instead of a diff and two compares)
+            flags = np.zeros(size + 2, np.bool_)
+            np.take(_IN_WORD, data, out=flags[1:-1])
+            boundaries = np.flatnonzero(flags[1:] != flags[:-1])
+            starts, ends = boundaries[0::2], boundaries[1::2]
+            prefix = np.empty(size + 1, np.uint64)
+            prefix[0] = 0
+            np.multiply(np.take(_WORD_BYTES, data), self._pow[:size], out=prefix[1:])  # 0 outside words
+            np.cumsum(prefix[1:], out=prefix[1:])
+            hashes = (prefix[ends] - prefix[starts]) * self._inv_pow[starts]  # polynomial, before mixing
+            lengths = (ends - starts).astype(np.uint64)
+            finished: list[U64] = []
+            if carry is not None:
+                carried, carried_length = carry
+                if starts.size and starts[0] == 0:  # the carried word goes on in this block
+                    hashes[0] = (carried + pow(_P, carried_length, _MOD) * int(hashes[0])) % _MOD
+                    lengths[0] += np.uint64(carried_length)
+                else:  # it ended with the last block
+                    finished.append(_word_hash(carried, carried_length))
+                carry = None
+            more = first + self.block_chars < len(text)
+            if more and ends.size and ends[-1] == data.size:  # the last word may go on in the next block
+                carry = (int(hashes[-1]), int(lengths[-1]))
+                hashes, lengths = hashes[:-1], lengths[:-1]
+            finished.append(fmix64(hashes + lengths))
+            yield np.concatenate(finished) if len(finished) > 1 else finished[0]
 
-    def shingle_hashes(self, text: str) -> U64:
-        """Hashes of the text's shingles (k consecutive words; one shingle if fewer words than k)."""
-        words = self.word_hashes(text)
-        if not words.size:
-            return words
-        k = min(self.shingle_words, words.size)
+    def _shingle_blocks(self, text: str) -> Iterator[U64]:
+        """The hashes of the text's shingles, block by block; one shingle of all words if fewer than k."""
+        k = self.shingle_words
+        tail = np.empty(0, np.uint64)  # the last k - 1 words: the next block's first shingles start there
+        total = 0
+        for block in self._word_blocks(text):
+            total += block.size
+            words = np.concatenate([tail, block]) if tail.size else block
+            if words.size >= k:
+                yield self._combine(words, k)
+            tail = words[max(words.size - (k - 1), 0) :]
+        if 0 < total < k:  # all the words are in the tail
+            yield self._combine(tail, total)
+
+    def _combine(self, words: U64, k: int) -> U64:
         count = words.size - k + 1
         combined = words[:count] * self._weights[0]
         for offset in range(1, k):
             combined += words[offset : offset + count] * self._weights[offset]
         return fmix64(combined)
 
+    def word_hashes(self, text: str) -> U64:
+        """Hashes of the text's words, in order (a word: a maximal run of letters, digits, non-ASCII)."""
+        return _joined(list(self._word_blocks(text)))
+
+    def shingle_hashes(self, text: str) -> U64:
+        """Hashes of the text's shingles (k consecutive words; one shingle if fewer words than k)."""
+        return _joined(list(self._shingle_blocks(text)))
+
     def signature(self, text: str) -> SigArray | None:
         """One-permutation MinHash of the text's shingle set (b = 16 bits per bin), None without words."""
-        minima = np.zeros(self.num_perm, np.uint64)
+        minima: U64 | None = None
         present = np.zeros(self.num_perm, np.bool_)
-        if not _bin_minima(_utf8(text), _WORD_BYTES, self._weights, self._bin_shift, minima, present):
+        for hashes in self._shingle_blocks(text):
+            if not hashes.size:
+                continue
+            hashes.sort()
+            first = np.searchsorted(hashes, self._bin_starts)
+            found = first < hashes.size
+            block_minima = hashes[np.minimum(first, hashes.size - 1)]
+            found &= (block_minima >> self._bin_shift) == self._bins
+            if minima is None:  # the first block (of most pages, the only one)
+                minima, present = block_minima, found
+            else:
+                lower = found & (~present | (block_minima < minima))
+                minima[lower] = block_minima[lower]
+                present |= found
+        if minima is None:
             return None
         values = minima.astype(np.uint16)  # the low 16 bits
         if not present.all():
