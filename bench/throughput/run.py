@@ -250,7 +250,16 @@ def judge(name: str, agent: str, web: SimWeb, seeds: list[str], log: Path, measu
 
 # stages of the crawl loop: a sample counts for the first stage here with a mark that begins one of its frames
 STAGES = (
-    ("near-duplicate check", ("ContentSeen.check_near",)),
+    (
+        "near-duplicate check (shingling, LSH bands, questions to the band owners)",
+        (
+            "ContentSeen.check_near",
+            "Shingler.",
+            "PartitionInbox.near_match",
+            "PartitionInbox.answer_near",
+            "SocketMesh._answer_near",
+        ),
+    ),
     ("exact duplicate check", ("ContentSeen.check", "SocketMesh.claim_first")),
     ("WARC write", ("WarcWriter.",)),
     ("crawl table", ("PageStore._write_row", "PageStore.commit", "PageStore._previous", "CrawlTable.")),
@@ -282,12 +291,11 @@ def profile_by_stage(raw: Path) -> list[tuple[str, float]]:
         if not number.isdigit():
             continue
         frames = [frame.split(" (", 1)[0] for frame in reversed(stack.split(";"))]
-        if "CrawlEngine." not in stack:
+        stage = next(
+            name for name, marks in STAGES if any(frame.startswith(mark) for frame in frames for mark in marks)
+        )
+        if stage == STAGES[-1][0] and ("_worker_main" not in stack or "_find_and_load" in stack):
             stage = "start-up, imports, coordinator"
-        else:
-            stage = next(
-                name for name, marks in STAGES if any(frame.startswith(mark) for frame in frames for mark in marks)
-            )
         counts[stage] += int(number)
     total = sum(counts.values()) or 1
     return [(stage, count / total) for stage, count in counts.most_common()]
