@@ -37,7 +37,9 @@ cut neither); readers in other processes open the table read-only while a crawl 
 from __future__ import annotations
 
 import json
+import shutil
 import struct
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -116,6 +118,26 @@ def fetch_info(value: Any) -> FetchInfo:
     if isinstance(old.get("truncated"), bool):
         old["truncated"] = "length" if old["truncated"] else None
     return msgspec.convert(old, FetchInfo)
+
+
+class _ReadOnlyView:
+    """A private directory of links to a table's files, for opening it read-only.
+
+    rocksdict writes its `rocksdict-config.json` into the directory it opens, even read-only (fixed
+    upstream in RocksDict PR #186, not in a release as of 0.3.29), and a reader of a crawl must never
+    modify it (the dashboard's promise). RocksDB itself only reads there, so the files it reads are
+    linked, the config copied, and the logs, which a reader needs none of, left out."""
+
+    def __init__(self, table: Path) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="crawltable-read-"))
+        for entry in table.iterdir():
+            if entry.name == "rocksdict-config.json":
+                shutil.copyfile(entry, self.path / entry.name)
+            elif entry.name != "LOCK" and not entry.name.startswith("LOG"):
+                (self.path / entry.name).symlink_to(entry.resolve())
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,15 +289,20 @@ class CrawlTable:
         options.set_max_log_file_size(1 << 20)
         if readonly and not (self.path / "CURRENT").exists():
             raise CrawlTableError(f"no crawl table at {self.path}")
+        self._shadow = _ReadOnlyView(self.path) if readonly else None
         try:
             access = rocksdict.AccessType.read_only() if readonly else rocksdict.AccessType.read_write()
-            self._db: rocksdict.Rdict = rocksdict.Rdict(str(self.path), options=options, access_type=access)
+            opened = self.path if self._shadow is None else self._shadow.path
+            self._db: rocksdict.Rdict = rocksdict.Rdict(str(opened), options=options, access_type=access)
         except Exception as exc:  # rocksdict raises plain Exception for lock and I/O errors
             if "lock" in str(exc).lower():
                 raise CrawlTableError(
                     f"crawl table {self.path} is in use by another writer (is a crawl running in this directory?)"
                 ) from None
             raise CrawlTableError(f"cannot open crawl table {self.path}: {exc}") from None
+        finally:
+            if self._shadow is not None and not hasattr(self, "_db"):
+                self._shadow.remove()
         self._write_options = rocksdict.WriteOptions()
         self._write_options.sync = sync
         self._unsynced_options = rocksdict.WriteOptions()  # to the write-ahead log, no fsync: survives kill -9
@@ -429,6 +456,8 @@ class CrawlTable:
             self.commit()
             self._db.flush_wal(True)
         self._db.close()
+        if self._shadow is not None:
+            self._shadow.remove()
         self._closed = True
 
     # -- reads -------------------------------------------------------------------------------
