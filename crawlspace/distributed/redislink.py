@@ -124,6 +124,11 @@ class Keys:
         """Set: the nodes that finished the handover of resize `epoch` (its barrier: every member, then go)."""
         return f"{self.prefix}handed:{epoch}"
 
+    def drained(self, epoch: int) -> str:
+        """Set: the nodes leaving in resize `epoch` whose last URL batches their new owners acknowledged
+        (`drained`): the resize is over once every leaving node is in it (distributed.cluster)."""
+        return f"{self.prefix}drained:{epoch}"
+
     @property
     def ended(self) -> str:
         """Hash: node -> its last answer (a wire.ProbeReply of round 0) when it ended a run cleanly; gone

@@ -248,7 +248,7 @@ class RedisPeers:
         with contextlib.suppress(*REDIS_ERRORS, TimeoutError):  # what a read cut short put back, then the XACKs
             await asyncio.wait_for(self._flush(), timeout=2.0)
             await asyncio.wait_for(self._acknowledge_done(), timeout=2.0)
-        if termination and self.connected and not self.draining:
+        if termination and self.connected:  # a leaving node too: the crawl's rounds count it until it drains
             await self._say_ended()
         for _, future in self._queries.values():
             if not future.done():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -85,9 +86,17 @@ def test_a_resume_with_another_number_of_nodes_resizes_the_published_crawl(redis
             await join(connection, spec(redis_server, 1), config, [], resume=True)  # not resized: refused
         with pytest.raises(ClusterError, match="this node says 4 \\(resize 1\\)"):
             await join(connection, spec(redis_server, 1).resized_to(4), config, [], resume=True)
+        await finish_resize(connection, shrunk)  # past the barrier, node 2 not drained: not over
+        meta = await read_meta(connection, shrunk.keys)
+        assert meta is not None and meta["resizing_from"] == 3
+        again = replace(spec(redis_server, 0), nodes=2, epoch=1).resized_to(3)  # node 0 over for itself
+        with pytest.raises(ClusterError, match="still being resized from 3 to 2 nodes"):
+            await join(connection, again, config, [], resume=True)  # node 2's URLs would be left behind
+        await connection.sadd(shrunk.keys.drained(1), "2")  # node 2 drained (crawl/node.py)
         await finish_resize(connection, shrunk)
         meta = await read_meta(connection, shrunk.keys)
         assert meta is not None and (meta["nodes"], meta["epoch"], meta["resizing_from"]) == (2, 1, None)
+        assert (await join(connection, again, config, [], resume=True)).spec == again  # resized again now
         await connection.aclose()
 
     asyncio.run(run())
