@@ -57,7 +57,15 @@ from crawlspace.distributed.claims import Answer, ContentClaims
 from crawlspace.distributed.nearclaims import NearMatch, NearQuestion, NearQuestionError
 from crawlspace.distributed.outdated import OutdatedNoticeError, checked_notice
 from crawlspace.distributed.protocols import Inbox
-from crawlspace.distributed.redislink import GROUP, REDIS_ERRORS, Backoff, Keys, consumer, raise_if_cancelled
+from crawlspace.distributed.redislink import (
+    GROUP,
+    LINK_TIMEOUT,
+    REDIS_ERRORS,
+    Backoff,
+    Keys,
+    consumer,
+    raise_if_cancelled,
+)
 from crawlspace.distributed.resize import HandoverError, Part, Resize, decode_part, encode_part
 from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier.entry import FrontierEntry
@@ -295,8 +303,9 @@ class RedisPeers:
         while True:
             await asyncio.sleep(backoff.next())
             try:
-                await self._redis.ping()
-                await self._prepare_stream()  # a server that lost its data: the group again
+                async with asyncio.timeout(LINK_TIMEOUT):
+                    await self._redis.ping()
+                    await self._prepare_stream()  # a server that lost its data: the group again
             except REDIS_ERRORS:
                 raise_if_cancelled()
                 continue
@@ -817,32 +826,37 @@ class RedisPeers:
             if not self.connected:
                 continue
             try:
-                self.wire.round_trips += 1
-                round_value, stop_value = await self._redis.mget(self._keys.round, self._keys.stop)
-                if stop_value is not None and self.stopped_by is None:
-                    try:
-                        self.stopped_by = stop = wire.decode_one(stop_value, wire.Stop)
-                    except wire.WireError as exc:
-                        self._malformed("stop", exc)
-                        self.stopped_by = stop = wire.Stop("stopped", -1)
-                    log.info("node %d stops: the cluster's stop (%s, from node %d)", self.index, stop.reason, stop.node)
-                    inbox.stop(stop.reason)
-                number = int(round_value or 0)
-                if number > self._answered_round:
-                    reply = wire.ProbeReply(number, self.index, self.idle, self.sent, self.received)
-                    pipe = self._redis.pipeline(transaction=False)
-                    pipe.hset(self._keys.answers(number), str(self.index), wire.encode([reply]))
-                    pipe.expire(self._keys.answers(number), ANSWERS_TTL)
-                    self.wire.round_trips += 1
-                    await pipe.execute()
-                    self._answered_round = number
-            except REDIS_ERRORS:
+                async with asyncio.timeout(LINK_TIMEOUT):  # the link's heartbeat: a hung server counts as lost
+                    await self._poll_control(inbox)
+            except REDIS_ERRORS:  # TimeoutError is one (an OSError)
                 raise_if_cancelled()
                 self._lost()
             except (redis.exceptions.ResponseError, ValueError) as exc:  # a round key that is not a number
                 raise_if_cancelled()
                 self.errors["transport:bad-control-key"] += 1
                 log.debug("control keys unreadable: %s", exc)
+
+    async def _poll_control(self, inbox: Inbox) -> None:
+        """The cluster's stop, and this node's answer to a new termination round."""
+        self.wire.round_trips += 1
+        round_value, stop_value = await self._redis.mget(self._keys.round, self._keys.stop)
+        if stop_value is not None and self.stopped_by is None:
+            try:
+                self.stopped_by = stop = wire.decode_one(stop_value, wire.Stop)
+            except wire.WireError as exc:
+                self._malformed("stop", exc)
+                self.stopped_by = stop = wire.Stop("stopped", -1)
+            log.info("node %d stops: the cluster's stop (%s, from node %d)", self.index, stop.reason, stop.node)
+            inbox.stop(stop.reason)
+        number = int(round_value or 0)
+        if number > self._answered_round:
+            reply = wire.ProbeReply(number, self.index, self.idle, self.sent, self.received)
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.hset(self._keys.answers(number), str(self.index), wire.encode([reply]))
+            pipe.expire(self._keys.answers(number), ANSWERS_TTL)
+            self.wire.round_trips += 1
+            await pipe.execute()
+            self._answered_round = number
 
 
 def _text(entry_id: Any) -> str:
