@@ -92,7 +92,7 @@ def test_two_nodes_grown_to_three_fetch_every_page_once(
     local = ["--hosts-file", str(served.hosts_file), "--concurrency", "4"]
     launch(cluster, 0, str(served.seeds_file), "--out", str(cluster.directory(0)), "--node", "0", "--nodes", "2",
            "--allow-private-addresses", "--min-delay", "0.02", *local)  # fmt: skip
-    time.sleep(1.0)
+    cluster.wait_published()
     launch(cluster, 1, "--out", str(cluster.directory(1)), "--node", "1", "--nodes", "2", *local)
     assert wait_for_requests(served, 60)
     os.kill(cluster.processes[1].pid, signal.SIGTERM)
