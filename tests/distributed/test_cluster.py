@@ -148,6 +148,41 @@ def test_the_leader_ends_the_crawl_only_when_every_node_is_idle_and_nothing_move
     asyncio.run(run())
 
 
+def test_in_a_shrinking_resize_the_crawl_waits_for_the_leaving_node_to_drain(redis_server: RedisServer) -> None:
+    """3 nodes resized to 2: nodes 0 and 1 idle do not end the crawl while node 2, leaving, has not
+    drained (killed after the barrier: no lock, no last answer; it may hold the only copies of some
+    URLs); its last answer once it has drained stands in for it, and the crawl ends."""
+
+    async def run() -> None:
+        specs = [spec(redis_server, k).resized_to(2) for k in range(3)]
+        nodes = [
+            RedisPeers(redis.asyncio.Redis.from_url(redis_server.url), s.keys, s.node, 2, resize=s.resize)
+            for s in specs[:2]
+        ]
+        inboxes = [FakeInbox() for _ in nodes]
+        controls = [
+            ClusterControl(redis.asyncio.Redis.from_url(redis_server.url), s, round_interval=0.2) for s in specs[:2]
+        ]
+        for node, inbox, control in zip(nodes, inboxes, controls, strict=True):
+            await node.start(inbox)
+            node.idle = True
+            await control.acquire()
+            control.start()
+        await until(lambda: sum(control.rounds for control in controls) >= 6)
+        assert not any(inbox.stops for inbox in inboxes)  # node 2 not drained: the crawl waits
+        leaving = RedisPeers(redis.asyncio.Redis.from_url(redis_server.url), specs[2].keys, 2, 2,
+                             resize=specs[2].resize)  # fmt: skip
+        await leaving.start(FakeInbox())
+        leaving.idle = True
+        await leaving.close("drained")  # its last answer, and no stop for the others
+        await until(lambda: all(inbox.stops == ["frontier-empty"] for inbox in inboxes))
+        for node, control in zip(nodes, controls, strict=True):
+            await node.close()
+            await control.close()
+
+    asyncio.run(run())
+
+
 def test_a_node_resumed_alone_after_the_crawl_ended_ends_too_unless_it_sends_to_a_node_not_running(
     redis_server: RedisServer,
 ) -> None:
