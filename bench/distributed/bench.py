@@ -18,7 +18,10 @@ them alike. Figures per configuration (the median over rounds):
   shared machine, and the transport's cost is per command (bench/README.md's profile).
 
 The target of issue 16: the Redis transport costs at most 0.1 CPU-ms per page more than the socketpair mesh
-(cluster-2 against processes-2).
+(cluster-2 against processes-2), printed as the difference of the medians and as each round's difference
+(median and range: the two ran in the same round, under the same load). `unix-2` is cluster-2 with the
+nodes reaching redis-server over its Unix socket instead of TCP on the loopback: one machine's deployment,
+and the mesh's own kind of socket.
 
 Usage: python bench/distributed/bench.py [--hosts 150] [--pages-per-host 20] [--rounds 3] [--only NAMES]
 [--startup] [--against DIR]
@@ -39,6 +42,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +52,7 @@ from crawlspace.distributed.redislink import DEFAULT_CRAWL_ID, Keys  # noqa: E40
 from crawlspace.simweb import RunningServer, SimWeb, SimWebConfig, serve_in_background  # noqa: E402
 from tests.distributed.redis_server import RedisServer  # noqa: E402
 
-CONFIGURATIONS = ("processes-1", "processes-2", "cluster-2", "cluster-3")
+CONFIGURATIONS = ("processes-1", "processes-2", "cluster-2", "unix-2", "cluster-3")
 COMMAND = "command:"  # a run's per-command figures: calls of that command per page
 KIND = "kind:"  # and per kind of message: the messages of that type the nodes sent, per page
 TOP_COMMANDS = 8
@@ -126,26 +130,31 @@ def run_local(running: RunningServer, base: Path, processes: int, code: Path | N
     }  # fmt: skip
 
 
-def run_cluster(running: RunningServer, base: Path, nodes: int, code: Path | None = None) -> dict[str, float]:
-    server = RedisServer(base / f"redis-{nodes}")
+def run_cluster(
+    running: RunningServer, base: Path, nodes: int, code: Path | None = None, *, unix: bool = False
+) -> dict[str, float]:
+    """`unix`: the nodes reach redis-server over its Unix socket (`unix-N`), as the mesh's workers reach one
+    another over socketpairs, instead of TCP on the loopback (`cluster-N`)."""
+    server = RedisServer(base / f"redis-{nodes}", unix_socket=unix)
     server.start()
+    url = server.unix_url if unix else server.url
     try:
         redis_cpu_before = process_cpu(server.process.pid) if server.process else 0.0
-        calls_before = command_calls(server.url)
+        calls_before = command_calls(url)
         processes = []
         started = time.monotonic()
         for node in range(nodes):
             command = crawl_command(running, base / f"node-{nodes}-{node}")
-            command += ["--cluster", server.url, "--node", str(node), "--nodes", str(nodes)]
+            command += ["--cluster", url, "--node", str(node), "--nodes", str(nodes)]
             if node == 0:
                 command += [str(running.seeds_file), "--allow-private-addresses", "--min-delay", "0"]
             processes.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, cwd=code))
             if node == 0:
-                calls_before["exists"] += wait_for_the_crawl(server.url)
+                calls_before["exists"] += wait_for_the_crawl(url)
         cpu = sum(reap(process) for process in processes)
         wall = time.monotonic() - started
         redis_cpu = (process_cpu(server.process.pid) if server.process else 0.0) - redis_cpu_before
-        calls = command_calls(server.url) - calls_before
+        calls = command_calls(url) - calls_before
     finally:
         server.kill()
     stats = [json.loads((base / f"node-{nodes}-{node}" / "stats.json").read_text()) for node in range(nodes)]
@@ -223,7 +232,9 @@ def main() -> None:
                     code = args.against if name.endswith(AGAINST) else None
                     where = base / f"round-{number}" / name
                     where.mkdir(parents=True)
-                    run = run_local if kind == "processes" else run_cluster
+                    run = {
+                        "processes": run_local, "cluster": run_cluster, "unix": partial(run_cluster, unix=True)
+                    }[kind]  # fmt: skip
                     result = run(running, where, int(count), code)
                     if args.startup:
                         (where / "small").mkdir()
@@ -253,14 +264,24 @@ def main() -> None:
         print(f"\n{name}: {commands:.3f} Redis commands/page; most: {top(results[name], COMMAND)}")
         print(f"{name}: messages/page by kind: {top(results[name], KIND)}")
     for suffix in ("", AGAINST) if args.against is not None else ("",):
-        cluster, mesh = medians.get(f"cluster-2{suffix}"), medians.get(f"processes-2{suffix}")
+        mesh_name = f"processes-2{suffix}"
+        for transport in ("cluster-2", "unix-2"):
+            name = f"{transport}{suffix}"
+            if name not in results or mesh_name not in results:
+                continue
+            extra = medians[name]["cpu_ms_per_page"] - medians[mesh_name]["cpu_ms_per_page"]
+            rounds = [
+                cluster["cpu_ms_per_page"] - mesh["cpu_ms_per_page"]
+                for cluster, mesh in zip(results[name], results[mesh_name], strict=True)
+            ]  # the same round: the same load
+            print(
+                f"\nRedis transport ({name}) - socketpair mesh ({mesh_name}): {extra:+.3f} CPU-ms per page "
+                f"(target <= 0.1); per round: median {statistics.median(rounds):+.3f}, range "
+                f"{min(rounds):+.3f} to {max(rounds):+.3f} ({', '.join(f'{r:+.3f}' for r in rounds)})"
+            )
+        cluster, mesh = medians.get(f"cluster-2{suffix}"), medians.get(mesh_name)
         if cluster is None or mesh is None:
             continue
-        extra = cluster["cpu_ms_per_page"] - mesh["cpu_ms_per_page"]
-        print(
-            f"\nRedis transport (cluster-2{suffix}) - socketpair mesh (processes-2{suffix}): {extra:+.3f} CPU-ms "
-            "per page (target <= 0.1)"
-        )
         if args.startup:
             net = cluster["net_cpu_ms_per_page"] - mesh["net_cpu_ms_per_page"]
             fixed = cluster["startup_cpu_ms"] - mesh["startup_cpu_ms"]

@@ -5,8 +5,9 @@ The node's directory has the layout of a one-process crawl (`crawlspace table`, 
 it as they read any crawl) plus DIR/cluster.json: the crawl id, the node's index and the number of
 nodes, so that `--resume DIR --cluster URL` finds its place again. The Redis URL is never written
 there (nor to config.json, logs or stats): it holds the password. A resize (`--resume DIR --nodes M`,
-distributed.cluster) is recorded there as well until its handover phase has ended, as partitions.json
-records a local one: a node killed in the phase resumes the same phase.
+distributed.cluster) is recorded there as well until its handover phase has ended (for a node leaving
+in it: until it has drained), as partitions.json records a local one: a node killed in the phase resumes
+the same phase.
 
 Order of a node's start: reach Redis (unreachable: a one-line error), join the crawl (publish it, or
 check this node against it: distributed.cluster), take the node's lock, open the engine's state,
@@ -70,18 +71,41 @@ def record_cluster(out: Path, spec: ClusterSpec, *, resized: bool = False) -> No
     write_record(out / CLUSTER_FILE, values)
 
 
-async def _repartition(connection: redis.asyncio.Redis, spec: ClusterSpec, engine: Any, out: Path) -> None:
-    """A resize's phase (crawl/repartition.py, the local mode's), then the node's record says it is
-    over; stopped meanwhile, the run that follows only checkpoints and ends, and a resume repeats it."""
+async def _repartition(connection: redis.asyncio.Redis, spec: ClusterSpec, engine: Any, out: Path) -> bool:
+    """A resize's phase (crawl/repartition.py, the local mode's); True when the crawl may begin. A node
+    that stays records the resize as over for itself then; a leaving one only once it has drained
+    (`_drained`). Stopped meanwhile, the run that follows only checkpoints and ends, and a resume
+    repeats it."""
     resize = spec.resize
     assert resize is not None
     log.info("node %d: resize %d from %d to %d nodes%s", spec.node, resize.epoch, resize.previous, resize.partitions,
              ": this node hands over its hosts and ends" if resize.draining(spec.node) else "")  # fmt: skip
     if not await engine.repartition():
-        return
-    with contextlib.suppress(*REDIS_FAILURES):  # the others clear it as well
+        return False
+    log.info("node %d: every node of resize %d has handed over", spec.node, resize.epoch)
+    if not resize.draining(spec.node):
+        with contextlib.suppress(*REDIS_FAILURES):  # the last leaving node to drain clears it as well
+            await finish_resize(connection, spec)
+        record_cluster(out, spec, resized=True)
+    return True
+
+
+async def _drained(connection: redis.asyncio.Redis, spec: ClusterSpec, out: Path) -> None:
+    """A leaving node ended `drained`: every URL batch it still held when the barrier passed (the old
+    assignment's unacknowledged ones, routed again to the new owners) is acknowledged, journaled there.
+    Until then its directory alone held those URLs, and a node whose record says the resize is over is
+    never resumed again (`crawlspace crawl --resume` refuses it): killed before, it repeats the phase,
+    passes the barrier at once and sends them again. Redis first (the resize is over when every leaving
+    node has drained), then the node's own record: killed between, the repeat finds nothing to send."""
+    assert spec.resize is not None
+    try:
+        await connection.sadd(spec.keys.drained(spec.epoch), str(spec.node))
         await finish_resize(connection, spec)
+    except REDIS_FAILURES:
+        log.warning("node %d drained but could not say so to Redis: resume it to end the resize", spec.node)
+        return
     record_cluster(out, spec, resized=True)
+    log.info("node %d has drained: it left the crawl", spec.node)
 
 
 class RedisStatusSink:
@@ -211,8 +235,9 @@ async def _crawl_with(
             on_engine(engine)
             peers.attach(engine.stats.errors)
             control.start()  # the lock is renewed through a phase of any length
+            began = True
             if spec.resize is not None:
-                await _repartition(connection, spec, engine, out)
+                began = await _repartition(connection, spec, engine, out)
             else:
                 await engine.connect()
             engine.add_seeds(joined.seeds)  # every node knows every seed (the scope); each queues its own
@@ -221,6 +246,8 @@ async def _crawl_with(
             finally:
                 await peers.close(engine.stats.termination)
                 await status.flush()
+            if began and peers.draining and stats.termination == "drained":
+                await _drained(connection, spec, out)
             stats.sections["transport"] = {
                 **peers.wire.report(), "status_writes_failed": status.failures,
                 "stale_batches_dropped": peers.stale_batches,

@@ -262,8 +262,10 @@ class Repartition:
     def _resend_batches(self) -> None:
         """The old assignment's unacknowledged batches: their URLs through the host splitter again."""
         router = self._router
-        entries = [entry for batch in router.unacknowledged for entry in batch.entries]
-        for batch in router.unacknowledged:
+        waiting = router.unacknowledged
+        entries = [entry for batch in waiting for entry in batch.entries]
+        self.stats["batches_routed_again"] = len(waiting)
+        for batch in waiting:
             router.acknowledge(batch.peer, batch.number)
         if entries:
             self._links.submit(entries)

@@ -19,9 +19,10 @@
   `Keys.meta` (`nodes` M, the resize's `epoch`, `resizing_from` N), so that the others, and a node
   new to the crawl, join the same phase; every node records it in its DIR/cluster.json too, and a
   node killed in the phase resumes the same phase. The nodes hand their parts over through their
-  streams, wait at the barrier `Keys.handed(epoch)` (distributed.redisstreams), and `finish_resize`
-  clears `resizing_from`; nodes k >= M hand over everything and end (`drained`), and the
-  termination rounds count only the M nodes from then on.
+  streams, wait at the barrier `Keys.handed(epoch)` (distributed.redisstreams); nodes k >= M hand
+  over everything and end (`drained`, `Keys.drained(epoch)`) once the URL batches they still held are
+  acknowledged, and `finish_resize` clears `resizing_from` only then. The termination rounds of the
+  resize's run count every member: a drained node's last answer stands in for it.
 - **Status.** Each node's latest telemetry Snapshot under `Keys.status(node)`, read by
   `crawlspace status` (`read_status`).
 """
@@ -214,6 +215,12 @@ async def join(
                 f"crawl {spec.crawl_id!r} has {published_nodes} nodes{was}, this node says {spec.nodes}"
                 f"{f' (resize {spec.epoch})' if spec.epoch else ''}: resume every node with the same --nodes"
             )
+        if published_from is not None:
+            raise ClusterError(
+                f"crawl {spec.crawl_id!r} is still being resized from {published_from} to {published_nodes} nodes "
+                f"(resize {published_epoch}): resume every node with --nodes {published_nodes} until the nodes "
+                "leaving it have drained, then resize again"
+            )
         # the first node resumed with the new number: the resize is the crawl's from now on
         published.update(nodes=spec.nodes, epoch=spec.epoch, resizing_from=resize.previous)
         await connection.set(keys.meta, json.dumps(published))
@@ -248,12 +255,24 @@ async def join(
 
 
 async def finish_resize(connection: redis.asyncio.Redis, spec: ClusterSpec) -> None:
-    """Every node passed the barrier of the resize: the published crawl says it is over (each node
-    that passes says so; the same value every time)."""
+    """The published crawl says the resize is over once every node has passed its barrier and every
+    leaving node has drained (`Keys.drained`): until then a leaving node's directory may hold URLs no
+    other has, and the crawl must not be resized again. Each node that passes the barrier or drains
+    tries; the same value every time."""
+    resize = spec.resize
+    assert resize is not None
     meta = await read_meta(connection, spec.keys)
-    if meta is not None and meta.get("epoch") == spec.epoch and meta.get("resizing_from") is not None:
-        meta["resizing_from"] = None
-        await connection.set(spec.keys.meta, json.dumps(meta))
+    if meta is None or meta.get("epoch") != spec.epoch or meta.get("resizing_from") is None:
+        return
+    leaving = {str(node) for node in range(resize.partitions, resize.previous)}
+    if leaving and not leaving <= {_text(node) for node in await connection.smembers(spec.keys.drained(spec.epoch))}:
+        return
+    meta["resizing_from"] = None
+    await connection.set(spec.keys.meta, json.dumps(meta))
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _whoami() -> dict[str, Any]:
@@ -296,7 +315,7 @@ class ClusterControl:
         self._redis = connection
         self._keys = spec.keys
         self._node = spec.node
-        self._nodes = spec.nodes
+        self._nodes = spec.members  # in a resize's run, the leaving nodes too: the crawl waits until they drain
         self._token = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}".encode()
         self._renew = connection.register_script(_RENEW)
         self._release = connection.register_script(_RELEASE)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import socket
 import urllib.parse
 from dataclasses import dataclass
 
@@ -124,6 +125,11 @@ class Keys:
         """Set: the nodes that finished the handover of resize `epoch` (its barrier: every member, then go)."""
         return f"{self.prefix}handed:{epoch}"
 
+    def drained(self, epoch: int) -> str:
+        """Set: the nodes leaving in resize `epoch` whose last URL batches their new owners acknowledged
+        (`drained`): the resize is over once every leaving node is in it (distributed.cluster)."""
+        return f"{self.prefix}drained:{epoch}"
+
     @property
     def ended(self) -> str:
         """Hash: node -> its last answer (a wire.ProbeReply of round 0) when it ended a run cleanly; gone
@@ -144,11 +150,27 @@ def consumer(node: int) -> str:
     return f"node-{node}"
 
 
+LINK_TIMEOUT = 10.0  # seconds a PING, or a node's control poll, may take before the server counts as lost
+
+
+def _keepalive_options() -> dict[int, int]:
+    """A machine that vanished (no RST) is found by TCP keepalive within about 11 s (5 + 3 x 2)."""
+    wanted = {"TCP_KEEPIDLE": 5, "TCP_KEEPINTVL": 2, "TCP_KEEPCNT": 3}
+    return {getattr(socket, name): value for name, value in wanted.items() if hasattr(socket, name)}
+
+
 def client(url: str) -> redis.asyncio.Redis:
-    """A client for `url` (bytes in and out); it reconnects by itself on the next command after a loss."""
+    """A client for `url` (bytes in and out); it reconnects by itself on the next command after a loss.
+
+    No `socket_timeout`: with one, redis-py wraps every command's send in `asyncio.wait_for`, a task
+    of its own per command (and every read in a timeout context), about 30 us of CPU a round trip in
+    ~110 (bench/README.md, the profile of a node), for a server that hangs. A vanished machine is
+    found by TCP keepalive instead, a dead server by its closed connection, and a hung one by the
+    node's control poll, which runs under LINK_TIMEOUT (distributed.redisstreams) as PING does."""
     return redis.asyncio.Redis.from_url(
-        url, socket_connect_timeout=2.0, socket_timeout=10.0, health_check_interval=5, decode_responses=False
-    )
+        url, socket_connect_timeout=2.0, socket_keepalive=True, socket_keepalive_options=_keepalive_options(),
+        health_check_interval=5, decode_responses=False,
+    )  # fmt: skip
 
 
 async def connect(url: str) -> redis.asyncio.Redis:
@@ -156,7 +178,8 @@ async def connect(url: str) -> redis.asyncio.Redis:
     check_url(url)
     connection = client(url)
     try:
-        await connection.ping()
+        async with asyncio.timeout(LINK_TIMEOUT):
+            await connection.ping()
     except redis.exceptions.AuthenticationError:
         await connection.aclose()
         raise ClusterError(f"Redis at {redact(url)} refused the password") from None

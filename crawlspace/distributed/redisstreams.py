@@ -57,7 +57,15 @@ from crawlspace.distributed.claims import Answer, ContentClaims
 from crawlspace.distributed.nearclaims import NearMatch, NearQuestion, NearQuestionError
 from crawlspace.distributed.outdated import OutdatedNoticeError, checked_notice
 from crawlspace.distributed.protocols import Inbox
-from crawlspace.distributed.redislink import GROUP, REDIS_ERRORS, Backoff, Keys, consumer, raise_if_cancelled
+from crawlspace.distributed.redislink import (
+    GROUP,
+    LINK_TIMEOUT,
+    REDIS_ERRORS,
+    Backoff,
+    Keys,
+    consumer,
+    raise_if_cancelled,
+)
 from crawlspace.distributed.resize import HandoverError, Part, Resize, decode_part, encode_part
 from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier.entry import FrontierEntry
@@ -71,7 +79,7 @@ RESEND_AFTER = 60.0  # an unacknowledged batch is sent again after this long (th
 RESEND_MAX = 600.0
 CONTROL_INTERVAL = 0.2  # how often a node polls for a new termination round and for the stop
 READ_COUNT = 64  # stream entries per XREADGROUP
-BLOCK_MS = 1000  # a read waits this long for new entries (well under the client's socket timeout)
+BLOCK_MS = 1000  # a read waits this long for new entries
 ACK_DELAY = 0.1  # seconds an entry done with may wait for its XACK + XDEL to ride along with a read
 ACK_MAX = 512  # entries done with that are acknowledged with the next read, however soon
 WRITE_CHUNK = 256  # messages per pipeline
@@ -248,7 +256,7 @@ class RedisPeers:
         with contextlib.suppress(*REDIS_ERRORS, TimeoutError):  # what a read cut short put back, then the XACKs
             await asyncio.wait_for(self._flush(), timeout=2.0)
             await asyncio.wait_for(self._acknowledge_done(), timeout=2.0)
-        if termination and self.connected and not self.draining:
+        if termination and self.connected:  # a leaving node too: the crawl's rounds count it until it drains
             await self._say_ended()
         for _, future in self._queries.values():
             if not future.done():
@@ -295,8 +303,9 @@ class RedisPeers:
         while True:
             await asyncio.sleep(backoff.next())
             try:
-                await self._redis.ping()
-                await self._prepare_stream()  # a server that lost its data: the group again
+                async with asyncio.timeout(LINK_TIMEOUT):
+                    await self._redis.ping()
+                    await self._prepare_stream()  # a server that lost its data: the group again
             except REDIS_ERRORS:
                 raise_if_cancelled()
                 continue
@@ -817,32 +826,37 @@ class RedisPeers:
             if not self.connected:
                 continue
             try:
-                self.wire.round_trips += 1
-                round_value, stop_value = await self._redis.mget(self._keys.round, self._keys.stop)
-                if stop_value is not None and self.stopped_by is None:
-                    try:
-                        self.stopped_by = stop = wire.decode_one(stop_value, wire.Stop)
-                    except wire.WireError as exc:
-                        self._malformed("stop", exc)
-                        self.stopped_by = stop = wire.Stop("stopped", -1)
-                    log.info("node %d stops: the cluster's stop (%s, from node %d)", self.index, stop.reason, stop.node)
-                    inbox.stop(stop.reason)
-                number = int(round_value or 0)
-                if number > self._answered_round:
-                    reply = wire.ProbeReply(number, self.index, self.idle, self.sent, self.received)
-                    pipe = self._redis.pipeline(transaction=False)
-                    pipe.hset(self._keys.answers(number), str(self.index), wire.encode([reply]))
-                    pipe.expire(self._keys.answers(number), ANSWERS_TTL)
-                    self.wire.round_trips += 1
-                    await pipe.execute()
-                    self._answered_round = number
-            except REDIS_ERRORS:
+                async with asyncio.timeout(LINK_TIMEOUT):  # the link's heartbeat: a hung server counts as lost
+                    await self._poll_control(inbox)
+            except REDIS_ERRORS:  # TimeoutError is one (an OSError)
                 raise_if_cancelled()
                 self._lost()
             except (redis.exceptions.ResponseError, ValueError) as exc:  # a round key that is not a number
                 raise_if_cancelled()
                 self.errors["transport:bad-control-key"] += 1
                 log.debug("control keys unreadable: %s", exc)
+
+    async def _poll_control(self, inbox: Inbox) -> None:
+        """The cluster's stop, and this node's answer to a new termination round."""
+        self.wire.round_trips += 1
+        round_value, stop_value = await self._redis.mget(self._keys.round, self._keys.stop)
+        if stop_value is not None and self.stopped_by is None:
+            try:
+                self.stopped_by = stop = wire.decode_one(stop_value, wire.Stop)
+            except wire.WireError as exc:
+                self._malformed("stop", exc)
+                self.stopped_by = stop = wire.Stop("stopped", -1)
+            log.info("node %d stops: the cluster's stop (%s, from node %d)", self.index, stop.reason, stop.node)
+            inbox.stop(stop.reason)
+        number = int(round_value or 0)
+        if number > self._answered_round:
+            reply = wire.ProbeReply(number, self.index, self.idle, self.sent, self.received)
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.hset(self._keys.answers(number), str(self.index), wire.encode([reply]))
+            pipe.expire(self._keys.answers(number), ANSWERS_TTL)
+            self.wire.round_trips += 1
+            await pipe.execute()
+            self._answered_round = number
 
 
 def _text(entry_id: Any) -> str:

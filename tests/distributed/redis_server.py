@@ -37,6 +37,7 @@ class RedisServer:
     password: str = "s3cret-pw"
     port: int = field(default_factory=free_port)
     tls: tuple[Path, Path, Path] | None = None  # (CA, server certificate, server key): rediss:// on `port`
+    unix_socket: bool = False  # also listen on DIR/redis.sock (`unix_url`: one machine without TCP)
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -44,6 +45,10 @@ class RedisServer:
         scheme = "rediss" if self.tls else "redis"
         query = f"?ssl_ca_certs={self.tls[0]}" if self.tls else ""
         return f"{scheme}://:{self.password}@127.0.0.1:{self.port}/0{query}"
+
+    @property
+    def unix_url(self) -> str:
+        return f"unix://:{self.password}@{self.directory / 'redis.sock'}?db=0"
 
     def start(self, timeout: float = 20.0) -> None:
         binary = redis_server_binary()
@@ -54,6 +59,8 @@ class RedisServer:
             "--appendfsync", "everysec", "--save", "", "--requirepass", self.password, "--daemonize", "no",
             "--logfile", str(self.directory / "redis.log"),
         ]  # fmt: skip
+        if self.unix_socket:
+            args += ["--unixsocket", str(self.directory / "redis.sock"), "--unixsocketperm", "700"]
         if self.tls:
             ca, cert, key = self.tls
             args += ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(cert),

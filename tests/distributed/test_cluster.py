@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -85,9 +86,17 @@ def test_a_resume_with_another_number_of_nodes_resizes_the_published_crawl(redis
             await join(connection, spec(redis_server, 1), config, [], resume=True)  # not resized: refused
         with pytest.raises(ClusterError, match="this node says 4 \\(resize 1\\)"):
             await join(connection, spec(redis_server, 1).resized_to(4), config, [], resume=True)
+        await finish_resize(connection, shrunk)  # past the barrier, node 2 not drained: not over
+        meta = await read_meta(connection, shrunk.keys)
+        assert meta is not None and meta["resizing_from"] == 3
+        again = replace(spec(redis_server, 0), nodes=2, epoch=1).resized_to(3)  # node 0 over for itself
+        with pytest.raises(ClusterError, match="still being resized from 3 to 2 nodes"):
+            await join(connection, again, config, [], resume=True)  # node 2's URLs would be left behind
+        await connection.sadd(shrunk.keys.drained(1), "2")  # node 2 drained (crawl/node.py)
         await finish_resize(connection, shrunk)
         meta = await read_meta(connection, shrunk.keys)
         assert meta is not None and (meta["nodes"], meta["epoch"], meta["resizing_from"]) == (2, 1, None)
+        assert (await join(connection, again, config, [], resume=True)).spec == again  # resized again now
         await connection.aclose()
 
     asyncio.run(run())
@@ -135,6 +144,41 @@ def test_the_leader_ends_the_crawl_only_when_every_node_is_idle_and_nothing_move
             await node.close()
             await control.close()
         await connection.aclose()
+
+    asyncio.run(run())
+
+
+def test_in_a_shrinking_resize_the_crawl_waits_for_the_leaving_node_to_drain(redis_server: RedisServer) -> None:
+    """3 nodes resized to 2: nodes 0 and 1 idle do not end the crawl while node 2, leaving, has not
+    drained (killed after the barrier: no lock, no last answer; it may hold the only copies of some
+    URLs); its last answer once it has drained stands in for it, and the crawl ends."""
+
+    async def run() -> None:
+        specs = [spec(redis_server, k).resized_to(2) for k in range(3)]
+        nodes = [
+            RedisPeers(redis.asyncio.Redis.from_url(redis_server.url), s.keys, s.node, 2, resize=s.resize)
+            for s in specs[:2]
+        ]
+        inboxes = [FakeInbox() for _ in nodes]
+        controls = [
+            ClusterControl(redis.asyncio.Redis.from_url(redis_server.url), s, round_interval=0.2) for s in specs[:2]
+        ]
+        for node, inbox, control in zip(nodes, inboxes, controls, strict=True):
+            await node.start(inbox)
+            node.idle = True
+            await control.acquire()
+            control.start()
+        await until(lambda: sum(control.rounds for control in controls) >= 6)
+        assert not any(inbox.stops for inbox in inboxes)  # node 2 not drained: the crawl waits
+        leaving = RedisPeers(redis.asyncio.Redis.from_url(redis_server.url), specs[2].keys, 2, 2,
+                             resize=specs[2].resize)  # fmt: skip
+        await leaving.start(FakeInbox())
+        leaving.idle = True
+        await leaving.close("drained")  # its last answer, and no stop for the others
+        await until(lambda: all(inbox.stops == ["frontier-empty"] for inbox in inboxes))
+        for node, control in zip(nodes, controls, strict=True):
+            await node.close()
+            await control.close()
 
     asyncio.run(run())
 

@@ -74,9 +74,21 @@ class Cluster:
 
     def start_all(self, *extra: str) -> None:
         self.start(0, extra=extra)
-        time.sleep(1.0)  # the first node publishes the crawl; the others join it
+        self.wait_published()  # the first node publishes the crawl; the others join it
         for node in range(1, NODES):
             self.start(node)
+
+    def wait_published(self, timeout: float = 60) -> None:
+        """Until the first node has published the crawl: one started before takes its own configuration,
+        not the crawl's, and is refused (a fixed 1 s was too short at a load average of 12)."""
+        connection = redis.Redis.from_url(self.server.url)
+        try:
+            deadline = time.monotonic() + timeout
+            while not connection.exists("crawlspace:{crawl}:meta"):
+                assert time.monotonic() < deadline and self.processes[0].poll() is None, self.output(0)
+                time.sleep(0.05)
+        finally:
+            connection.close()
 
     def kill(self, node: int) -> None:
         process = self.processes[node]

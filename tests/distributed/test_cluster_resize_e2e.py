@@ -92,7 +92,7 @@ def test_two_nodes_grown_to_three_fetch_every_page_once(
     local = ["--hosts-file", str(served.hosts_file), "--concurrency", "4"]
     launch(cluster, 0, str(served.seeds_file), "--out", str(cluster.directory(0)), "--node", "0", "--nodes", "2",
            "--allow-private-addresses", "--min-delay", "0.02", *local)  # fmt: skip
-    time.sleep(1.0)
+    cluster.wait_published()
     launch(cluster, 1, "--out", str(cluster.directory(1)), "--node", "1", "--nodes", "2", *local)
     assert wait_for_requests(served, 60)
     os.kill(cluster.processes[1].pid, signal.SIGTERM)
@@ -116,27 +116,66 @@ def test_two_nodes_grown_to_three_fetch_every_page_once(
         assert (saved["nodes"], saved["epoch"], saved["resizing_from"]) == (3, 1, None)
 
 
-def test_a_node_killed_at_the_barrier_resumes_the_same_phase(
+def test_nodes_killed_at_the_barrier_and_in_the_drain_resume_the_same_phase(
     web: SimWeb, cluster: Cluster, served: RunningServer, redis_server: RedisServer
 ) -> None:
+    """Two kills of one resize from 3 nodes to 2: node 0 at the barrier, and the leaving node 2 after the
+    barrier passed but before the new owners acknowledged the URL batches it still held (the old
+    assignment's, routed again). Until they do, node 2's directory alone holds those URLs: its record
+    must still say the phase is on, so that its resume repeats the phase and sends them again, and the
+    others must wait for it rather than end the crawl without them."""
     cluster.start_all()
     assert wait_for_requests(served, 60)
-    os.kill(cluster.processes[0].pid, signal.SIGTERM)
+    os.kill(cluster.processes[0].pid, signal.SIGSTOP)  # node 0 acknowledges nothing for a while: node 2 is
+    time.sleep(1.0)  # left holding URL batches for it when the cluster stops (node 1's Ctrl-C)
+    os.kill(cluster.processes[1].pid, signal.SIGTERM)
+    for node in (1, 2):
+        cluster.processes[node].wait(60)
+    os.kill(cluster.processes[0].pid, signal.SIGCONT)
     cluster.wait()
     for node in range(2):  # node 2 not yet: the others hand over, then wait for it at the barrier
         resume(cluster, node, RESIZED)
     connection = redis.Redis.from_url(redis_server.url)
+    barrier = "crawlspace:{crawl}:handed:1"
     deadline = time.monotonic() + 60
-    while connection.scard("crawlspace:{crawl}:handed:1") < 2:
+    while connection.scard(barrier) < 2:
         assert time.monotonic() < deadline, cluster.output(0)
         time.sleep(0.1)
-    connection.close()
     cluster.kill(0)  # SIGKILL at the barrier
     saved = json.loads((cluster.directory(0) / "cluster.json").read_text())
     assert (saved["nodes"], saved["epoch"], saved["resizing_from"]) == (RESIZED, 1, NODES)  # the phase, recorded
     resume(cluster, 0, RESIZED)  # the same phase again (its lock expires first)
     resume(cluster, 2, RESIZED)
+
+    while connection.scard(barrier) < NODES:  # node 2 has handed over: the barrier is passed
+        assert time.monotonic() < deadline, cluster.output(2)
+        time.sleep(0.01)
+    connection.client_pause(5000, all=False)  # writes wait: node 2's batches stay unsent, unacknowledged
+    try:
+        record = cluster.directory(2) / "cluster.json"
+        while "node 2: every node of resize 1 has handed over" not in cluster.output(2):  # past the barrier
+            if json.loads(record.read_text())["resizing_from"] is None:
+                break  # (as a record that called the resize over at the barrier said)
+            assert time.monotonic() < deadline, cluster.output(2)
+            time.sleep(0.02)
+        time.sleep(0.3)  # into its run: the batches routed again, checkpointed, waiting for Redis
+        cluster.kill(2)  # SIGKILL in the drain
+    finally:
+        connection.client_unpause()
+    saved = json.loads((cluster.directory(2) / "cluster.json").read_text())
+    assert (saved["nodes"], saved["resizing_from"]) == (RESIZED, NODES)  # not drained: the phase, still
+    meta = json.loads(connection.get("crawlspace:{crawl}:meta"))  # type: ignore[arg-type]
+    assert meta["resizing_from"] == NODES  # the crawl cannot be resized again meanwhile
+    connection.delete("crawlspace:{crawl}:lock:2")  # as its expiry would, LOCK_TTL later
+    resume(cluster, 2, RESIZED)
     cluster.wait()
     judged(web, served)  # nothing lost, nothing twice
-    assert [cluster.stats(node)["termination"] for node in range(NODES)] == ["frontier-empty"] * 2 + ["drained"]
-    assert int(cluster.stats(0)["runs"]) == 3  # type: ignore[call-overload]
+    stats = [cluster.stats(node) for node in range(NODES)]
+    assert [s["termination"] for s in stats] == ["frontier-empty"] * 2 + ["drained"]
+    assert int(stats[0]["runs"]) == int(stats[2]["runs"]) == 3  # type: ignore[call-overload]
+    drained = stats[2]["resize"]
+    assert isinstance(drained, dict) and drained["batches_routed_again"] > 0  # it held batches when killed
+    assert json.loads((cluster.directory(2) / "cluster.json").read_text())["resizing_from"] is None
+    meta = json.loads(connection.get("crawlspace:{crawl}:meta"))  # type: ignore[arg-type]
+    assert (meta["nodes"], meta["resizing_from"]) == (RESIZED, None)
+    connection.close()

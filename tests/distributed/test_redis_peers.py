@@ -6,10 +6,13 @@ restart, garbage skipped, a lost server survived, streams trimmed)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 import redis.asyncio
 
 from crawlspace.distributed import redisstreams, wire
@@ -250,6 +253,28 @@ def test_a_lost_server_is_survived_and_unacknowledged_batches_are_sent_again(red
         await until(lambda: inboxes[0].acknowledged == [(1, 1), (1, 2)], timeout=30)
         assert nodes[0].connected and nodes[1].connected
         assert inboxes[1].batches[-1] == (["http://during.test/"], False)
+        assert nodes[0].errors["transport:redis-lost"] == 1
+
+    with_nodes(redis_server, 2, body)
+
+
+def test_a_hung_server_counts_as_lost_after_the_link_timeout(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client has no socket timeout (redislink.client: it cost a task per command): a server that
+    hangs (SIGSTOP) is found by the control poll's LINK_TIMEOUT, and the link comes back when it does."""
+    monkeypatch.setattr(redisstreams, "LINK_TIMEOUT", 0.5)
+
+    async def body(nodes: list[RedisPeers], inboxes: list[FakeInbox], connection: Any) -> None:
+        assert redis_server.process is not None
+        os.kill(redis_server.process.pid, signal.SIGSTOP)
+        try:
+            await until(lambda: not nodes[0].connected and not nodes[1].connected, timeout=5)
+            nodes[0].transmit([batch(1, 1, "http://during.test/")])  # waits for the link
+        finally:
+            os.kill(redis_server.process.pid, signal.SIGCONT)
+        await until(lambda: inboxes[0].acknowledged == [(1, 1)], timeout=30)
+        assert nodes[0].connected and nodes[1].connected
         assert nodes[0].errors["transport:redis-lost"] == 1
 
     with_nodes(redis_server, 2, body)
