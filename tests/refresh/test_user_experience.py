@@ -90,7 +90,7 @@ def test_pages_shown_for_logged_queries_are_refreshed_more_than_pages_that_chang
         _check_impacts_of_stored_versions(out, titles, targets, tmp_path)
 
         second_run = time.time()
-        _crawl(out, running.hosts_file, running.seeds, resume=True, max_seconds=26.0, max_rate=8.0,
+        _crawl(out, running.hosts_file, running.seeds, resume=True, max_seconds=26.0, max_rate=16.0,
                refresh_share=0.9, refresh_max_interval=60.0, refresh_weights="none", refresh_policy="user-experience",
                refresh_query_log=str(queries), refresh_query_interval=1.0)  # fmt: skip
         running.stop()
