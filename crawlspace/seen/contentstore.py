@@ -105,6 +105,11 @@ class _Pending:
         if table in self.counted and existed != exists:
             self.counts[table] = self.counts.get(table, 0) + (1 if exists else -1)
 
+    def count(self, table: int) -> int:
+        if table not in self.counted:
+            raise ValueError(f"table {table} is not counted")
+        return self.counts.get(table, 0)
+
 
 class RocksContentStore:
     """A ContentStore in a RocksDB database under `directory`, with bounded memory (see the module)."""
@@ -201,9 +206,7 @@ class RocksContentStore:
                 yield value
 
     def count(self, table: int) -> int:
-        if table not in self._pending.counted:
-            raise ValueError(f"table {table} is not counted")
-        return self._pending.counts.get(table, 0)
+        return self._pending.count(table)
 
     def commit(self) -> None:
         pending = self._pending
@@ -300,9 +303,7 @@ class MemoryContentStore:
                 yield value
 
     def count(self, table: int) -> int:
-        if table not in self._pending.counted:
-            raise ValueError(f"table {table} is not counted")
-        return self._pending.counts.get(table, 0)
+        return self._pending.count(table)
 
     def commit(self) -> None:
         for key, value in self._pending.writes.items():
