@@ -289,20 +289,8 @@ class CrawlTable:
         options.set_max_log_file_size(1 << 20)
         if readonly and not (self.path / "CURRENT").exists():
             raise CrawlTableError(f"no crawl table at {self.path}")
-        self._shadow = _ReadOnlyView(self.path) if readonly else None
-        try:
-            access = rocksdict.AccessType.read_only() if readonly else rocksdict.AccessType.read_write()
-            opened = self.path if self._shadow is None else self._shadow.path
-            self._db: rocksdict.Rdict = rocksdict.Rdict(str(opened), options=options, access_type=access)
-        except Exception as exc:  # rocksdict raises plain Exception for lock and I/O errors
-            if "lock" in str(exc).lower():
-                raise CrawlTableError(
-                    f"crawl table {self.path} is in use by another writer (is a crawl running in this directory?)"
-                ) from None
-            raise CrawlTableError(f"cannot open crawl table {self.path}: {exc}") from None
-        finally:
-            if self._shadow is not None and not hasattr(self, "_db"):
-                self._shadow.remove()
+        self._shadow: _ReadOnlyView | None = None
+        self._db: rocksdict.Rdict = self._open(options)
         self._write_options = rocksdict.WriteOptions()
         self._write_options.sync = sync
         self._unsynced_options = rocksdict.WriteOptions()  # to the write-ahead log, no fsync: survives kill -9
@@ -312,6 +300,8 @@ class CrawlTable:
             self._db.put(FORMAT_KEY, FORMAT)
         elif stored is not None and stored != FORMAT:
             self._db.close()
+            if self._shadow is not None:
+                self._shadow.remove()
             raise CrawlTableError(f"{self.path} holds a crawl table of another format ({stored!r})")
         self._batch = rocksdict.WriteBatch(raw_mode=True)
         self._pending = 0
@@ -321,6 +311,32 @@ class CrawlTable:
         self._decoder = msgspec.msgpack.Decoder()
         self.cells_written = 0
         self._closed = False
+
+    def _open(self, options: rocksdict.Options) -> rocksdict.Rdict:
+        """The store, read-write in place, or read-only through a `_ReadOnlyView`: made again once when
+        the open fails, since a crawl writing the table may have added a file between the view's
+        listing and RocksDB's reading of it."""
+        attempts = 2 if self.readonly else 1
+        for attempt in range(1, attempts + 1):
+            self._shadow = _ReadOnlyView(self.path) if self.readonly else None
+            try:
+                if self._shadow is None:
+                    return rocksdict.Rdict(
+                        str(self.path), options=options, access_type=rocksdict.AccessType.read_write()
+                    )
+                return rocksdict.Rdict(
+                    str(self._shadow.path), options=options, access_type=rocksdict.AccessType.read_only()
+                )
+            except Exception as exc:  # rocksdict raises plain Exception for lock and I/O errors
+                if self._shadow is not None:
+                    self._shadow.remove()
+                if "lock" in str(exc).lower():
+                    raise CrawlTableError(
+                        f"crawl table {self.path} is in use by another writer (is a crawl running in this directory?)"
+                    ) from None
+                if attempt == attempts:
+                    raise CrawlTableError(f"cannot open crawl table {self.path}: {exc}") from None
+        raise AssertionError("unreachable")
 
     def __enter__(self) -> CrawlTable:
         return self
