@@ -28,12 +28,12 @@ import logging
 import os
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from crawlspace.linetail import LineTail
+
 MAX_QUERY_CHARS = 1000
-_READ_CHUNK = 1 << 20
 _MAX_LINE_BYTES = 4 * MAX_QUERY_CHARS + 2  # UTF-8 takes at most 4 bytes a character (and a CR)
 
 log = logging.getLogger("crawlspace")
@@ -75,65 +75,48 @@ def _parse_line(raw: bytes) -> str | bool | None:
     return query if len(query) <= MAX_QUERY_CHARS else False
 
 
-@dataclass
 class QueryLogTail:
     """The queries of a log that may grow while it is read (module docstring); `read` is the count of
     each query now. Not thread-safe: one reader calls it at a time."""
 
-    path: Path
-    counts: Counter[str] = field(default_factory=Counter)
-    lines: int = 0  # queries read from complete lines
-    malformed: int = 0
-    restarts: int = 0  # times the log shrank or was replaced and was read again from its start
-    _offset: int = 0
-    _identity: tuple[int, int] | None = None
-    _skipping: bool = False  # inside an overlong line
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.counts: Counter[str] = Counter()
+        self.lines = 0  # queries read from complete lines
+        self._tail = LineTail(path, max_line_bytes=_MAX_LINE_BYTES)
+        self._malformed = 0
+
+    @property
+    def malformed(self) -> int:
+        return self._malformed + self._tail.overlong
+
+    @property
+    def restarts(self) -> int:
+        """Times the log shrank or was replaced and was read again from its start."""
+        return self._tail.restarts
 
     def read(self) -> Counter[str]:
         try:
-            with self.path.open("rb") as handle:
-                status = os.fstat(handle.fileno())
-                identity = (status.st_dev, status.st_ino)
-                if self._identity is not None and (identity != self._identity or status.st_size < self._offset):
-                    self.counts, self.lines, self.malformed, self._offset = Counter(), 0, 0, 0
-                    self._skipping = False
-                    self.restarts += 1
-                self._identity = identity
-                handle.seek(self._offset)
-                pending = b""
-                while chunk := handle.read(_READ_CHUNK):
-                    *complete, rest = (pending + chunk).split(b"\n")
-                    for raw in complete:
-                        self._count(raw)
-                        self._offset += len(raw) + 1
-                    pending = rest
-                    if len(pending) > _MAX_LINE_BYTES:  # no query: skipped to its end, not held
-                        self._offset += len(pending)
-                        pending = b""
-                        if not self._skipping:
-                            self.malformed += 1
-                        self._skipping = True
+            appended = self._tail.read()
         except IsADirectoryError:
             raise QueryLogError(f"{self.path}: cannot read the query log (it is a directory)") from None
         except OSError as exc:
             raise QueryLogError(f"{self.path}: cannot read the query log ({exc.strerror or exc})") from None
+        if appended.restarted:
+            self.counts, self.lines, self._malformed = Counter(), 0, 0
+        for raw in appended.lines:
+            query = _parse_line(raw)
+            if query is False:
+                self._malformed += 1
+            elif isinstance(query, str):
+                self.counts[query] += 1
+                self.lines += 1
         counts = self.counts
-        last = _parse_line(pending) if pending and not self._skipping else None
+        last = _parse_line(appended.partial) if appended.partial else None
         if isinstance(last, str):  # a last line without its newline: counted until it grows
             counts = counts.copy()
             counts[last] += 1
         return counts
-
-    def _count(self, raw: bytes) -> None:
-        if self._skipping:  # the end of an overlong line, counted when it began
-            self._skipping = False
-            return
-        query = _parse_line(raw)
-        if query is False:
-            self.malformed += 1
-        elif isinstance(query, str):
-            self.counts[query] += 1
-            self.lines += 1
 
     def stats(self) -> dict[str, int]:
         return {"query_log_lines": self.lines, "malformed_lines": self.malformed, "query_log_restarts": self.restarts}

@@ -34,6 +34,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from crawlspace.config import ConfigError, CrawlConfig
 from crawlspace.crawl.control import CONTROL_FILE, read_command
 from crawlspace.crawl.hostfile import HostFiles, read_host_files
+from crawlspace.linetail import LineTail
 from crawlspace.robots import parse as parse_robots
 from crawlspace.serve.hosttable import HostFigures, HostPage, HostQuery, HostTable
 from crawlspace.store.crawltable import CrawlTableError, FetchInfo
@@ -72,13 +73,12 @@ _REASONS = {
 
 class ProgressTail:
     """The lines of a progress.jsonl, read incrementally: each `read` parses only what was appended
-    since the last (a torn last line waits for its end; a file cut shorter is read again)."""
+    since the last (a torn last line waits for its end; a file cut shorter or replaced is read again)."""
 
     def __init__(self, path: Path, keep: int = SERIES_POINTS) -> None:
         self.path = path
         self.lines: deque[dict[str, Any]] = deque(maxlen=keep)
-        self._offset = 0
-        self._partial = b""
+        self._tail = LineTail(path)
 
     @property
     def latest(self) -> dict[str, Any] | None:
@@ -86,19 +86,12 @@ class ProgressTail:
 
     def read(self) -> None:
         try:
-            with self.path.open("rb") as handle:
-                size = handle.seek(0, 2)
-                if size < self._offset:  # replaced or truncated: start again
-                    self.lines.clear()
-                    self._offset, self._partial = 0, b""
-                handle.seek(self._offset)
-                data = handle.read()
-        except FileNotFoundError:
-            return
-        self._offset += len(data)
-        chunks = (self._partial + data).split(b"\n")
-        self._partial = chunks.pop()
-        for chunk in chunks:
+            appended = self._tail.read()
+        except OSError:
+            return  # not written yet, or being replaced: read at the next refresh
+        if appended.restarted:
+            self.lines.clear()
+        for chunk in appended.lines:
             try:
                 line = json.loads(chunk)
             except ValueError:
