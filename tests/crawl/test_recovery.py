@@ -22,6 +22,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawlspace.simweb import CrawlVerdict, RunningServer, SimWeb, SimWebConfig, judge_crawl, serve_in_background
 from crawlspace.store.reader import CrawlReader
 from tests.conftest import REPO
+from tests.crawl.whereabouts import whereabouts
 
 MIN_DELAY = 0.05
 CONCURRENCY = 16
@@ -134,7 +135,7 @@ def test_kill_nine_at_random_moments_loses_nothing(
     served.stop()
     log = served.read_log()
     verdict = judge_crawl(web, log, served.seeds, min_delay=MIN_DELAY)
-    assert not verdict.missing, verdict.summary()  # every reachable allowed page fetched
+    assert not verdict.missing, verdict.summary() + "\n" + whereabouts(out, verdict.missing)  # every page fetched
     assert not verdict.unexpected and not verdict.disallowed, verdict.summary()
     assert not verdict.host_overlaps, verdict.summary()
     extra = sum(count - 1 for count in verdict.refetched.values())

@@ -20,6 +20,7 @@ import pytest
 from crawlspace.simweb import RunningServer, SimWeb, judge_crawl
 from tests.crawl import test_recovery as recovery
 from tests.crawl.test_recovery import CONCURRENCY, MIN_DELAY, finish, start, warc_captures, write_config
+from tests.crawl.whereabouts import whereabouts
 
 web = recovery.web  # the web of the recovery tests, and its server
 served = recovery.served
@@ -140,7 +141,7 @@ def test_kill_nine_during_the_handover_and_resume_loses_nothing(
 
     served.stop()
     verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
-    assert not verdict.missing, verdict.summary()
+    assert not verdict.missing, verdict.summary() + "\n" + whereabouts(out, verdict.missing)
     assert not verdict.unexpected and not verdict.disallowed and not verdict.host_overlaps, verdict.summary()
     extra = sum(count - 1 for count in verdict.refetched.values())
     assert extra <= kills * CONCURRENCY * 3, verdict.summary()  # at most the pages in flight at the kills
