@@ -31,6 +31,7 @@ static inline uint64_t fmix64(uint64_t value) {
 typedef struct {
     uint64_t polynomial, power, length; /* the word being read */
     uint64_t ring[MAX_WORDS];           /* the last words' hashes */
+    uint64_t padded[MAX_WORDS];         /* the k weights at the end, zeros before: an unrolled, branchless sum */
     Py_ssize_t words;
     int k, shift;
     uint64_t *minima;
@@ -45,19 +46,25 @@ static inline uint64_t shingle(const State *s, Py_ssize_t newest, int count) {
     return fmix64(combined);
 }
 
-static inline void add(State *s, uint64_t value) {
+static inline uint64_t full_shingle(const State *s, Py_ssize_t newest) {
+    uint64_t combined = 0;
+    for (int offset = 0; offset < MAX_WORDS; offset++)
+        combined += s->ring[(newest + 1 + offset) & (MAX_WORDS - 1)] * s->padded[offset];
+    return fmix64(combined);
+}
+
+static inline void add(State *s, uint64_t value) { /* minima start at UINT64_MAX: no branch on `present` */
     uint64_t slot = value >> s->shift;
-    if (!s->present[slot] || value < s->minima[slot]) {
-        s->minima[slot] = value;
-        s->present[slot] = 1;
-    }
+    uint64_t minimum = s->minima[slot];
+    s->minima[slot] = value < minimum ? value : minimum;
+    s->present[slot] = 1;
 }
 
 static inline void end_word(State *s) {
     Py_ssize_t newest = s->words & (MAX_WORDS - 1);
     s->ring[newest] = fmix64(s->polynomial + s->length);
     if (s->words >= s->k - 1)
-        add(s, shingle(s, newest, s->k));
+        add(s, full_shingle(s, newest));
     s->words++;
     s->polynomial = 0;
     s->power = 1;
@@ -127,6 +134,10 @@ static PyObject *signature(PyObject *module, PyObject *args) {
     State s = {.polynomial = 0, .power = 1, .length = 0, .words = 0, .k = k, .shift = shift,
                .minima = minima, .present = present};
     memset(s.ring, 0, sizeof s.ring);
+    for (int offset = 0; offset < MAX_WORDS; offset++)
+        s.padded[offset] = offset < MAX_WORDS - k ? 0 : WEIGHTS[offset - (MAX_WORDS - k)];
+    for (Py_ssize_t slot = 0; slot < bins; slot++)
+        minima[slot] = UINT64_MAX;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t size = PyUnicode_GET_LENGTH(text);
