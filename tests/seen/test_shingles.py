@@ -107,7 +107,7 @@ CHARACTERS = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     text=st.text(CHARACTERS, max_size=300),
     shingle_words=st.integers(1, 8),
