@@ -28,6 +28,15 @@ polynomial hash continues: h = h_first + P^len_first * h_rest), the last k - 1 w
 start the shingles of the next, and each block's bin minima are merged into the signature's. The
 result is the same as for the whole text at once, whatever the block size.
 
+Why a C path: even so, the signature was about 18% of the crawl's CPU (issue 17: 0.23-0.28 ms for an
+18,000-character text, numpy's dozen whole-array passes and their temporaries). `signature` is therefore
+computed by crawlspace.seen._minhash (C, setup.py) in one pass over the text's code points, fed to the word
+hash as their UTF-8 bytes: no encoded copy, no arrays but the bins, so no blocks either (block_chars shapes
+only the numpy path). numba did the same but loaded LLVM, 150 MB of RSS in every crawl process, against a
+500 MB target (bench/README.md, issue 17). The extension is optional: where no compiler built it, numpy is
+the fallback, bit for bit the same signatures (tests/seen/test_shingles.py compares the two). The word and
+shingle hashes (`word_hashes`, `shingle_hashes`: tests and Jaccard checks, not the crawl) stay numpy's.
+
 The band keys for LSH are xxh3 hashes of `rows` consecutive signature values each.
 """
 
@@ -38,6 +47,11 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 import xxhash
+
+try:
+    from crawlspace.seen import _minhash
+except ImportError:  # built without a compiler: the numpy path
+    _minhash = None  # type: ignore[assignment]
 
 U64 = npt.NDArray[np.uint64]
 SigArray = npt.NDArray[np.uint16]
@@ -103,7 +117,9 @@ def _powers(base: int, length: int) -> U64:
 class Shingler:
     """Turns a text into its MinHash signature; holds only constant tables (reusable, no per-call state)."""
 
-    def __init__(self, *, shingle_words: int = 4, num_perm: int = 128, block_chars: int = BLOCK_CHARS) -> None:
+    def __init__(
+        self, *, shingle_words: int = 4, num_perm: int = 128, block_chars: int = BLOCK_CHARS, compiled: bool = True
+    ) -> None:
         if not 1 <= shingle_words <= len(_SHINGLE_WEIGHTS):
             raise ValueError(f"shingle_words must be in 1..{len(_SHINGLE_WEIGHTS)}")
         if num_perm < 8 or num_perm & (num_perm - 1) or num_perm > 1 << 12:
@@ -113,6 +129,7 @@ class Shingler:
         self.shingle_words = shingle_words
         self.num_perm = num_perm
         self.block_chars = block_chars
+        self.compiled = compiled and _minhash is not None  # compiled=False: numpy, to compare the two
         self._bin_shift = np.uint64(64 - (num_perm.bit_length() - 1))
         self._bin_starts = np.arange(num_perm, dtype=np.uint64) << self._bin_shift
         self._bins = np.arange(num_perm, dtype=np.uint64)
@@ -186,6 +203,9 @@ class Shingler:
 
     def signature(self, text: str) -> SigArray | None:
         """One-permutation MinHash of the text's shingle set (b = 16 bits per bin), None without words."""
+        if self.compiled:
+            values: SigArray = np.empty(self.num_perm, np.uint16)
+            return values if _minhash.signature(text, self.shingle_words, values) else None
         minima: U64 | None = None
         present = np.zeros(self.num_perm, np.bool_)
         for hashes in self._shingle_blocks(text):

@@ -7,6 +7,8 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crawlspace.seen.shingles import Shingler, band_keys, choose_bands, similarity
 
@@ -65,10 +67,10 @@ TEXTS_ACROSS_BLOCKS = [
 def test_blocks_give_the_hashes_and_signature_of_the_whole_text(text: str) -> None:
     """Words cut by a block boundary, shingles across blocks and merged bin minima: the same at any
     block size as in one block (which is what the shingler computed before it took blocks)."""
-    whole = Shingler(block_chars=len(text) + 1)
+    whole = Shingler(block_chars=len(text) + 1, compiled=False)
     expected = whole.signature(text)
     for block_chars in (1, 2, 7, 100):
-        shingler = Shingler(block_chars=block_chars)
+        shingler = Shingler(block_chars=block_chars, compiled=False)
         assert (shingler.word_hashes(text) == whole.word_hashes(text)).all()
         assert (shingler.shingle_hashes(text) == whole.shingle_hashes(text)).all()
         signature = shingler.signature(text)
@@ -77,9 +79,62 @@ def test_blocks_give_the_hashes_and_signature_of_the_whole_text(text: str) -> No
         )
 
 
+def same(left: np.ndarray | None, right: np.ndarray | None) -> bool:
+    return (left is None and right is None) or (
+        left is not None and right is not None and left.dtype == right.dtype and left.tolist() == right.tolist()
+    )
+
+
+def test_the_installed_package_has_the_compiled_signature() -> None:
+    """setup.py builds the extension optionally; here (a compiler at hand) it must have been built."""
+    assert Shingler().compiled
+    assert not Shingler(compiled=False).compiled
+
+
+@pytest.mark.parametrize("text", TEXTS_ACROSS_BLOCKS, ids=lambda text: repr(text[:20]))
+@pytest.mark.parametrize(("shingle_words", "num_perm"), [(1, 8), (2, 64), (4, 128), (5, 1024), (8, 4096)])
+def test_compiled_signature_is_numpys(text: str, shingle_words: int, num_perm: int) -> None:
+    compiled = Shingler(shingle_words=shingle_words, num_perm=num_perm)
+    numpy_path = Shingler(shingle_words=shingle_words, num_perm=num_perm, compiled=False)
+    assert same(compiled.signature(text), numpy_path.signature(text))
+
+
+# words from few letters, so that shingles repeat; every kind of code point (1-, 2- and 4-byte strings, lone
+# surrogates, astral characters, case and punctuation)
+CHARACTERS = st.one_of(
+    st.sampled_from("abAB01 ,.-\t\néÉ\x80\xff\u0100\u20ac\ud800\udfff\U0001f600"),
+    st.characters(min_codepoint=0, max_codepoint=0x10FFFF, categories=None),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    text=st.text(CHARACTERS, max_size=300),
+    shingle_words=st.integers(1, 8),
+    log_perm=st.integers(3, 12),
+)
+def test_compiled_signature_is_numpys_on_any_text(text: str, shingle_words: int, log_perm: int) -> None:
+    compiled = Shingler(shingle_words=shingle_words, num_perm=1 << log_perm)
+    numpy_path = Shingler(shingle_words=shingle_words, num_perm=1 << log_perm, compiled=False)
+    assert same(compiled.signature(text), numpy_path.signature(text))
+
+
+def test_compiled_signature_is_numpys_on_long_texts() -> None:
+    """Many shingles a bin (the minimum kept, not the first or last) and words across numpy's blocks."""
+    rng = random.Random(4)
+    for words in (50, 5000, 40_000):
+        text = " ".join(document(rng, words)) + " été\ud83d" + "x" * 70_000
+        for shingle_words, num_perm in ((4, 128), (3, 16), (8, 2048)):
+            assert same(
+                Shingler(shingle_words=shingle_words, num_perm=num_perm).signature(text),
+                Shingler(shingle_words=shingle_words, num_perm=num_perm, compiled=False).signature(text),
+            )
+
+
 def test_memory_of_a_signature_does_not_grow_with_the_text() -> None:
-    """Taken at once, this 4 MiB text cost 215 MB of numpy arrays; in blocks, a few MB whatever its size."""
-    shingler = Shingler()
+    """Taken at once, this 4 MiB text cost 215 MB of numpy arrays; in blocks, a few MB whatever its size
+    (the compiled path reads the text in place: no memory at all)."""
+    shingler = Shingler(compiled=False)
     rng = random.Random(3)
     text = " ".join(document(rng, 700_000))
     assert len(text) > 4 << 20
