@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,18 @@ class Journals:
             if old < generation - 1:
                 with contextlib.suppress(FileNotFoundError):
                     self.path(old).unlink()
+        fsync_directory(self.directory)
+        return self.current
+
+    def resume(self, *, torn_bytes: int = 0) -> Journal:
+        """Go on writing the journal of `generation` (a resumed crawl's, after its replay), without the
+        `torn_bytes` a kill left at its end; deletes nothing (the replay may have needed them all)."""
+        path = self.path(self.generation)
+        if torn_bytes:
+            with path.open("r+b") as handle:
+                handle.truncate(handle.seek(0, 2) - torn_bytes)
+                os.fsync(handle.fileno())
+        self.current = Journal(path)
         fsync_directory(self.directory)
         return self.current
 

@@ -102,7 +102,8 @@ class CrawlEngine:
         theirs or ours by `assignment` (default: the modulo rule every crawl so far was made with).
         `budget`: the page budget, shared by the partitions. `shared_warc_dir`: the WARC directory
         the partitions share (recovered before they start). `unstarted_seeds`: a resumed crawl's
-        seeds, used if it was killed before its first checkpoint. `telemetry`: the sinks of the
+        seeds: it starts from them if it was killed before its first checkpoint, else they are queued
+        again unless already seen. `telemetry`: the sinks of the
         crawl's Snapshots besides DIR/progress.jsonl (None: the terminal's, `display_sink(live_progress)`;
         a partition's goes to its coordinator). `resize`: the crawl was resumed with another number of
         partitions: `repartition` hands hosts over before the crawl (crawl/repartition.py).
@@ -194,6 +195,11 @@ class CrawlEngine:
             self._resume(state)
             if resize is None and self.resume_state.resize_unconfirmed:
                 self._queue_unconfirmed()
+            if resize is None and unstarted_seeds:
+                # a kill between the first checkpoint and the journal write of the seeds (a partition
+                # waits for the others in between) left a crawl with nothing queued: the seeds enter
+                # again at every resume, and the URL set drops those the crawl has already seen
+                self.links.add_seeds(unstarted_seeds)
         else:
             self.ledger.reset()
         self.extensions.attach(self.stats.errors)  # the resumed crawl's counters, when resuming

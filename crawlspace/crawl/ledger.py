@@ -175,13 +175,28 @@ class Ledger:
         self.journals.reset()
 
     def replay(self, generation: int, target: ReplayTarget) -> tuple[list[Path], ReplayReport]:
-        """Feed the journals since the checkpoint of `generation` to `target`; the files and the report."""
-        self.journals.generation = max([generation - 1, *self.journals.generations()])
+        """Feed the journals since the checkpoint of `generation` to `target`; the files and the report.
+
+        Then the newest of them is continued: what the resumed run writes before its own first
+        checkpoint commits (the replayed URLs drained, the seeds, the batches cut) belongs to the
+        checkpoint it resumed from. Those lines used to be dropped (no journal was open yet), while
+        the stores that checkpoint made durable first (the URL set above all) could be ahead of them:
+        a kill before the frontier's commit then left URLs known to the URL set and queued nowhere.
+        A torn last batch is cut off first, so that the lines after it replay."""
+        journals = self.journals
+        journals.generation = max([generation, *journals.generations()])  # the next commit is past them all
         report = ReplayReport()
-        paths = self.journals.since(generation)
+        paths = journals.since(generation)
+        torn = 0
         for path in paths:
-            for event in replay(path, report):
+            of_file = ReplayReport()
+            for event in replay(path, of_file):
                 _dispatch(event.kind, event.fields, target, path)
+            report.batches += of_file.batches
+            report.events += of_file.events
+            report.torn_bytes += of_file.torn_bytes
+            torn = of_file.torn_bytes
+        journals.resume(torn_bytes=torn)
         return paths, report
 
     def close(self) -> None:

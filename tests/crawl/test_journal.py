@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 
 from crawlspace.crawl import journal
+from crawlspace.crawl.checkpoint import CrawlState
 from crawlspace.crawl.journal import Journal, JournalError, ReplayReport, replay
+from crawlspace.crawl.ledger import Ledger, ReplayTarget
+from crawlspace.frontier.entry import FrontierEntry
 
 
 def write_batches(path: Path) -> list[list[str]]:
@@ -82,3 +85,62 @@ def test_missing_journal_replays_nothing(tmp_path: Path) -> None:
 def test_unopenable_journal_is_named(tmp_path: Path) -> None:
     with pytest.raises(JournalError, match="cannot open journal"):
         Journal(tmp_path / "no-such-dir" / "journal-1.log")
+
+
+class _Replayed:
+    """The link pipeline's side of a replay, as a record of the events it was given."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def replay_submitted(self, entry: FrontierEntry) -> None:
+        self.events.append(("submitted", entry.url))
+
+    def replay_drained(self) -> None:
+        self.events.append(("drained", ""))
+
+    def replay_admitted(self, entry: FrontierEntry, *, sitemap: bool) -> None:
+        self.events.append(("admitted", entry.url))
+
+
+def _replay(directory: Path, generation: int) -> tuple[Ledger, list[tuple[str, str]]]:
+    ledger = Ledger(directory, before_write=[], on_failure=lambda exc: None)
+    links = _Replayed()
+    ledger.replay(generation, ReplayTarget(links, None, lambda *fetch: None, lambda url: None))
+    return ledger, links.events
+
+
+def _commit(ledger: Ledger, states: list[CrawlState]) -> int:
+    ledger.checkpoint([], lambda generation: CrawlState(generation=generation), lambda data: states.append(
+        CrawlState.decode(data, "test")
+    ))  # fmt: skip
+    return states[-1].generation
+
+
+def test_a_resumed_run_journals_what_it_does_before_its_first_checkpoint_commits(tmp_path: Path) -> None:
+    """What a resumed crawl writes before its first checkpoint commits (the replayed URLs drained and
+    admitted, in the engine's constructor) goes on the journal it resumed from: a kill before that commit
+    replays it, past the torn batch the earlier kill left; after the commit it is not replayed again.
+    (It used to be dropped, while the URL set, made durable first, already knew those URLs: lost.)"""
+    states: list[CrawlState] = []
+    first = Ledger(tmp_path, before_write=[], on_failure=lambda exc: None)
+    generation = _commit(first, states)
+    first.submitted([FrontierEntry("http://a.test/found")])
+    assert first.flush()
+    first.close()
+    with (tmp_path / "journal" / f"journal-{generation:08d}.log").open("ab") as torn:
+        torn.write(b"S\t1\t0\thttp://a.test/half-writ")  # a batch cut short by the kill
+    resumed, events = _replay(tmp_path, generation)
+    assert events == [("submitted", "http://a.test/found")]
+    resumed.drained()  # the constructor's drain: the URL is new, the URL set now knows it
+    resumed.admitted(FrontierEntry("http://a.test/found"))
+    assert resumed.flush()
+    resumed.close()  # killed before its checkpoint's commit
+
+    again, events = _replay(tmp_path, generation)
+    assert events == [("submitted", "http://a.test/found"), ("drained", ""), ("admitted", "http://a.test/found")]
+    committed = _commit(again, states)
+    assert committed > generation
+    again.close()
+    _, after_commit = _replay(tmp_path, committed)
+    assert after_commit == []  # the committed checkpoint holds the admission: no second copy

@@ -23,6 +23,7 @@ from crawlspace.simweb import CrawlVerdict, RunningServer, SimWeb, SimWebConfig,
 from crawlspace.store.reader import CrawlReader
 from tests.conftest import REPO
 from tests.crawl.whereabouts import whereabouts
+from tests.killing import kill_at_first_line
 
 MIN_DELAY = 0.05
 CONCURRENCY = 16
@@ -468,3 +469,43 @@ def test_robots_txt_fetched_before_a_kill_is_not_fetched_again(
     assert not needless, f"robots.txt fetched again after a kill although received before it: {needless}"
     verdict = judge_crawl(web, log, served.seeds, min_delay=MIN_DELAY)
     assert not verdict.missing and not verdict.disallowed, verdict.summary()
+
+
+_KILLED_BEFORE_THE_SEEDS = """
+import asyncio, sys
+from pathlib import Path
+from crawlspace.api import _record_start
+from crawlspace.config import CrawlConfig
+from crawlspace.crawl.engine import CrawlEngine
+
+out, hosts_file, seeds = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+config = CrawlConfig(
+    min_delay=0.05, concurrency=16, allow_private_addresses=True, hosts_file=hosts_file, processes=1
+)
+out.mkdir(parents=True)
+_record_start(out, config, seeds, resume=False)
+
+async def opened() -> None:
+    CrawlEngine(config, out, live_progress=False)  # its first checkpoint: nothing queued yet
+    print("checkpointed", flush=True)
+    sys.stdin.read()
+
+asyncio.run(opened())
+"""
+
+
+def test_a_kill_between_the_first_checkpoint_and_the_seeds_loses_no_seed(
+    web: SimWeb, served: RunningServer, tmp_path: Path
+) -> None:
+    """A crawl process checkpoints when it opens its state, before its seeds are queued (a partition
+    waits for the others in between, for as long as a loaded machine makes it): killed there, the
+    resumed crawl had an empty frontier and ended at once, having fetched nothing. Its seeds now enter
+    again at every resume, and the URL set drops those already seen."""
+    out = tmp_path / "crawl"
+    line = kill_at_first_line(_KILLED_BEFORE_THE_SEEDS, str(out), str(served.hosts_file), *served.seeds)
+    assert line == "checkpointed"
+    stderr = finish(start("--resume", str(out)))
+    assert "resuming" in stderr
+    served.stop()
+    verdict = judge_crawl(web, served.read_log(), served.seeds, min_delay=MIN_DELAY)
+    assert not verdict.missing and not verdict.refetched and not verdict.disallowed, verdict.summary()
