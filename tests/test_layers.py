@@ -27,8 +27,10 @@ test, and so does a listed one that is gone (delete its entry)."""
 
 
 def module_names() -> dict[str, Path]:
+    """Every module of the package by name; a compiled one (crawlspace.seen._minhash) by its stub."""
     names = {}
-    for path in PACKAGE.rglob("*.py"):
+    stubs_of_compiled = [path for path in PACKAGE.rglob("*.pyi") if not path.with_suffix(".py").exists()]
+    for path in [*PACKAGE.rglob("*.py"), *stubs_of_compiled]:
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
         names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return names

@@ -49,9 +49,9 @@ import numpy.typing as npt
 import xxhash
 
 try:
-    from crawlspace.seen import _minhash
+    from crawlspace.seen._minhash import signature as compiled_signature
 except ImportError:  # built without a compiler: the numpy path
-    _minhash = None  # type: ignore[assignment]
+    compiled_signature = None  # type: ignore[assignment]
 
 U64 = npt.NDArray[np.uint64]
 SigArray = npt.NDArray[np.uint16]
@@ -129,7 +129,7 @@ class Shingler:
         self.shingle_words = shingle_words
         self.num_perm = num_perm
         self.block_chars = block_chars
-        self.compiled = compiled and _minhash is not None  # compiled=False: numpy, to compare the two
+        self.compiled = compiled and compiled_signature is not None  # compiled=False: numpy, to compare the two
         self._bin_shift = np.uint64(64 - (num_perm.bit_length() - 1))
         self._bin_starts = np.arange(num_perm, dtype=np.uint64) << self._bin_shift
         self._bins = np.arange(num_perm, dtype=np.uint64)
@@ -203,9 +203,9 @@ class Shingler:
 
     def signature(self, text: str) -> SigArray | None:
         """One-permutation MinHash of the text's shingle set (b = 16 bits per bin), None without words."""
-        if self.compiled:
+        if self.compiled and compiled_signature is not None:
             values: SigArray = np.empty(self.num_perm, np.uint16)
-            return values if _minhash.signature(text, self.shingle_words, values) else None
+            return values if compiled_signature(text, self.shingle_words, values) else None
         minima: U64 | None = None
         present = np.zeros(self.num_perm, np.bool_)
         for hashes in self._shingle_blocks(text):
