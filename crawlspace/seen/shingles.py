@@ -129,7 +129,7 @@ class Shingler:
         self.shingle_words = shingle_words
         self.num_perm = num_perm
         self.block_chars = block_chars
-        self.compiled = compiled and compiled_signature is not None  # compiled=False: numpy, to compare the two
+        self._kernel = compiled_signature if compiled else None  # compiled=False: numpy, to compare the two
         self._bin_shift = np.uint64(64 - (num_perm.bit_length() - 1))
         self._bin_starts = np.arange(num_perm, dtype=np.uint64) << self._bin_shift
         self._bins = np.arange(num_perm, dtype=np.uint64)
@@ -137,6 +137,11 @@ class Shingler:
         table = 4 * block_chars + 1  # UTF-8 takes at most 4 bytes per character
         self._pow = _powers(_P, table)
         self._inv_pow = _powers(_P_INV, table)
+
+    @property
+    def compiled(self) -> bool:
+        """Signatures come from the C kernel (built, and not turned off)."""
+        return self._kernel is not None
 
     def _word_blocks(self, text: str) -> Iterator[U64]:
         """The hashes of the text's words, block by block (a word cut by a block's end is carried over)."""
@@ -203,9 +208,9 @@ class Shingler:
 
     def signature(self, text: str) -> SigArray | None:
         """One-permutation MinHash of the text's shingle set (b = 16 bits per bin), None without words."""
-        if self.compiled and compiled_signature is not None:
+        if self._kernel is not None:
             values: SigArray = np.empty(self.num_perm, np.uint16)
-            return values if compiled_signature(text, self.shingle_words, values) else None
+            return values if self._kernel(text, self.shingle_words, values) else None
         minima: U64 | None = None
         present = np.zeros(self.num_perm, np.bool_)
         for hashes in self._shingle_blocks(text):
