@@ -18,6 +18,7 @@ import redis
 
 from crawlspace.simweb import RunningServer, SimWeb
 from tests.conftest import REPO
+from tests.distributed.holding_proxy import HoldingProxy
 from tests.distributed.redis_server import RedisServer
 from tests.distributed.test_cluster_e2e import (
     NODES,
@@ -37,12 +38,12 @@ pytestmark = pytest.mark.slow
 RESIZED = 2
 
 
-def resume(nodes: Cluster, node: int, count: int) -> None:
-    launch(nodes, node, "--resume", str(nodes.directory(node)), "--nodes", str(count))
+def resume(nodes: Cluster, node: int, count: int, *, url: str | None = None) -> None:
+    launch(nodes, node, "--resume", str(nodes.directory(node)), "--nodes", str(count), url=url)
 
 
-def launch(nodes: Cluster, node: int, *arguments: str) -> None:
-    command = [sys.executable, "-m", "crawlspace", "crawl", "--cluster", nodes.server.url, "--no-progress"]
+def launch(nodes: Cluster, node: int, *arguments: str, url: str | None = None) -> None:
+    command = [sys.executable, "-m", "crawlspace", "crawl", "--cluster", url or nodes.server.url, "--no-progress"]
     command += arguments
     log = (nodes.base / f"node{node}.log").open("a")
     nodes.processes[node] = subprocess.Popen(
@@ -116,6 +117,22 @@ def test_two_nodes_grown_to_three_fetch_every_page_once(
         assert (saved["nodes"], saved["epoch"], saved["resizing_from"]) == (3, 1, None)
 
 
+def wait_holding_batches(connection: redis.Redis, nodes: Cluster, node: int, timeout: float = 60) -> None:
+    """Until `node`'s published status has shown unacknowledged URL batches in two reports in a row (one
+    could be a batch in flight to a running node, acknowledged a moment later)."""
+    deadline = time.monotonic() + timeout
+    seen: set[float] = set()
+    while len(seen) < 2:
+        assert time.monotonic() < deadline, f"node {node} never held a batch:\n{nodes.output(node)}"
+        raw = connection.get(f"crawlspace:{{crawl}}:status:{node}")
+        status = json.loads(raw) if raw else {}  # type: ignore[arg-type]
+        if status.get("unacknowledged_batches", 0) > 0:
+            seen.add(status["updated"])
+        elif status:
+            seen.clear()
+        time.sleep(0.2)
+
+
 def test_nodes_killed_at_the_barrier_and_in_the_drain_resume_the_same_phase(
     web: SimWeb, cluster: Cluster, served: RunningServer, redis_server: RedisServer
 ) -> None:
@@ -126,16 +143,16 @@ def test_nodes_killed_at_the_barrier_and_in_the_drain_resume_the_same_phase(
     others must wait for it rather than end the crawl without them."""
     cluster.start_all()
     assert wait_for_requests(served, 60)
+    connection = redis.Redis.from_url(redis_server.url)
     os.kill(cluster.processes[0].pid, signal.SIGSTOP)  # node 0 acknowledges nothing for a while: node 2 is
-    time.sleep(1.0)  # left holding URL batches for it when the cluster stops (node 1's Ctrl-C)
-    os.kill(cluster.processes[1].pid, signal.SIGTERM)
+    wait_holding_batches(connection, cluster, 2)  # left holding URL batches for it when the cluster stops
+    os.kill(cluster.processes[1].pid, signal.SIGTERM)  # (node 1's Ctrl-C)
     for node in (1, 2):
         cluster.processes[node].wait(60)
     os.kill(cluster.processes[0].pid, signal.SIGCONT)
     cluster.wait()
     for node in range(2):  # node 2 not yet: the others hand over, then wait for it at the barrier
         resume(cluster, node, RESIZED)
-    connection = redis.Redis.from_url(redis_server.url)
     barrier = "crawlspace:{crawl}:handed:1"
     deadline = time.monotonic() + 60
     while connection.scard(barrier) < 2:
@@ -145,23 +162,23 @@ def test_nodes_killed_at_the_barrier_and_in_the_drain_resume_the_same_phase(
     saved = json.loads((cluster.directory(0) / "cluster.json").read_text())
     assert (saved["nodes"], saved["epoch"], saved["resizing_from"]) == (RESIZED, 1, NODES)  # the phase, recorded
     resume(cluster, 0, RESIZED)  # the same phase again (its lock expires first)
-    resume(cluster, 2, RESIZED)
-
-    while connection.scard(barrier) < NODES:  # node 2 has handed over: the barrier is passed
-        assert time.monotonic() < deadline, cluster.output(2)
-        time.sleep(0.01)
-    connection.client_pause(5000, all=False)  # writes wait: node 2's batches stay unsent, unacknowledged
+    # Node 2 reaches Redis through a proxy that lets its barrier SADD through and holds its stream writes
+    # after it: the batches it routes again past the barrier stay unsent, unacknowledged, however fast it is.
+    proxy = HoldingProxy(redis_server.port, trigger=(b"SADD", barrier.encode()))
+    proxy.start()
     try:
-        record = cluster.directory(2) / "cluster.json"
+        resume(cluster, 2, RESIZED, url=proxy.url(redis_server.password))
         while "node 2: every node of resize 1 has handed over" not in cluster.output(2):  # past the barrier
-            if json.loads(record.read_text())["resizing_from"] is None:
-                break  # (as a record that called the resize over at the barrier said)
             assert time.monotonic() < deadline, cluster.output(2)
             time.sleep(0.02)
-        time.sleep(0.3)  # into its run: the batches routed again, checkpointed, waiting for Redis
+        deadline = time.monotonic() + 30
+        while proxy.held_chunks == 0:  # its batches routed again, checkpointed, waiting for Redis
+            assert time.monotonic() < deadline, cluster.output(2)
+            time.sleep(0.02)
         cluster.kill(2)  # SIGKILL in the drain
     finally:
-        connection.client_unpause()
+        proxy.close()
+    assert proxy.triggered.is_set()
     saved = json.loads((cluster.directory(2) / "cluster.json").read_text())
     assert (saved["nodes"], saved["resizing_from"]) == (RESIZED, NODES)  # not drained: the phase, still
     meta = json.loads(connection.get("crawlspace:{crawl}:meta"))  # type: ignore[arg-type]
