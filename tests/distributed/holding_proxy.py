@@ -5,10 +5,10 @@ against the node's own speed.
 `CLIENT PAUSE WRITE` cannot do it: it pauses every client, so it must be issued after the node's last
 write that has to pass (the resize barrier's SADD) and before the first that must not (the URL batches'
 XADD), a window of a few milliseconds that a test polling from outside misses under load (CI lost it
-once). The proxy sees the node's commands: once a client-to-server chunk carrying every part of `trigger` (a command's name
-and its key, say) has passed,
-the first chunk on a connection that carries an XADD is held, with everything after it on that
-connection; reads and other connections go on. Held bytes are never delivered: the test kills the node.
+once). The proxy sees the node's commands: once a client-to-server chunk carrying every part of
+`trigger` (a command's name and its key, say) has passed, the first chunk on a connection that carries
+an XADD is held, with everything after it on that connection; reads and other connections go on.
+Held bytes are never delivered: the test kills the node.
 """
 
 from __future__ import annotations

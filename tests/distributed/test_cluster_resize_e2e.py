@@ -125,7 +125,7 @@ def wait_holding_batches(connection: redis.Redis, nodes: Cluster, node: int, tim
     while len(seen) < 2:
         assert time.monotonic() < deadline, f"node {node} never held a batch:\n{nodes.output(node)}"
         raw = connection.get(f"crawlspace:{{crawl}}:status:{node}")
-        status = json.loads(raw) if raw else {}  # type: ignore[arg-type]
+        status = json.loads(raw) if raw else {}
         if status.get("unacknowledged_batches", 0) > 0:
             seen.add(status["updated"])
         elif status:
