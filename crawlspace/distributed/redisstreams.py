@@ -44,6 +44,7 @@ import logging
 import math
 import time
 from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,7 @@ from crawlspace.distributed.redislink import (
     raise_if_cancelled,
 )
 from crawlspace.distributed.resize import HandoverError, Part, Resize, decode_part, encode_part
+from crawlspace.distributed.resp import Argument, RespLink
 from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier.entry import FrontierEntry
 from crawlspace.seen.content import OutdatedNotice
@@ -157,6 +159,10 @@ class RedisPeers:
         self.errors: Counter[str] = Counter()  # the engine's, once attached: malformed messages, lost links
         self.wire = WireCounters()
         self._redis = connection
+        # the per-page commands (the writer's XADDs, the reader's XREADGROUP and what rides with it) go on
+        # links of their own, not through redis-py's command machinery: distributed.resp says why
+        self._write_link = RespLink(connection.connection_pool, name=f"node {index} writer")
+        self._read_link = RespLink(connection.connection_pool, name=f"node {index} reader")
         self._keys = keys
         self._stream = keys.stream(index)
         self._consumer = consumer(index)
@@ -258,6 +264,8 @@ class RedisPeers:
             await asyncio.wait_for(self._acknowledge_done(), timeout=2.0)
         if termination and self.connected:  # a leaving node too: the crawl's rounds count it until it drains
             await self._say_ended()
+        self._write_link.close()
+        self._read_link.close()
         for _, future in self._queries.values():
             if not future.done():
                 future.set_result(None)
@@ -283,6 +291,8 @@ class RedisPeers:
             return
         self.connected = False
         self._regained.clear()
+        self._write_link.close()  # what waits on them fails now, not when a hung server's TCP gives up
+        self._read_link.close()
         self._lost_at = time.monotonic()
         self.errors["transport:redis-lost"] += 1
         log.warning(
@@ -352,25 +362,25 @@ class RedisPeers:
 
     async def _flush(self) -> None:
         while self._outgoing and self.connected:
-            pipe = self._redis.pipeline(transaction=False)
-            chunk = self._take_chunk(pipe)
+            commands: list[Sequence[Argument]] = []
+            chunk = self._take_chunk(commands)
             try:
                 self.wire.round_trips += 1
-                await pipe.execute()
+                await self._write_link.execute(commands)
             except BaseException:
                 self._outgoing.extendleft(reversed(chunk))  # some may have been written: repeats are harmless
                 raise
 
-    def _take_chunk(self, pipe: Any) -> list[tuple[int, wire.Message, bool]]:
-        """Up to WRITE_CHUNK queued messages, taken from the queue and XADDed on `pipe`: one stream entry per
-        receiver, its messages in order. The caller puts them back if the pipeline fails."""
+    def _take_chunk(self, commands: list[Sequence[Argument]]) -> list[tuple[int, wire.Message, bool]]:
+        """Up to WRITE_CHUNK queued messages, taken from the queue and XADDed by `commands`: one stream entry
+        per receiver, its messages in order. The caller puts them back if the pipeline fails."""
         chunk = [self._outgoing.popleft() for _ in range(min(WRITE_CHUNK, len(self._outgoing)))]
         by_peer: dict[int, list[wire.Message]] = {}
         for peer, message, _ in chunk:
             by_peer.setdefault(peer, []).append(message)
         for peer, messages in by_peer.items():
             unit = wire.encode(messages)
-            pipe.xadd(self._keys.stream(peer), {b"m": unit})
+            commands.append(("XADD", self._keys.stream(peer), "*", b"m", unit))
             self.wire.messages_out += len(messages)
             self.wire.kinds_out.update(type(message).__name__ for message in messages)
             self.wire.entries_out += 1
@@ -670,28 +680,26 @@ class RedisPeers:
             if done:
                 wait_ms = min(BLOCK_MS, math.ceil((self._done_since + ACK_DELAY - time.monotonic()) * 1000))
             due = bool(done) and (pending_from is not None or wait_ms <= 0 or len(done) >= ACK_MAX)
-            streams: dict[Any, Any] = {self._stream: pending_from or ">"}
-            block = None if pending_from or due else wait_ms
+            read: list[Argument] = ["XREADGROUP", "GROUP", GROUP, self._consumer, "COUNT", READ_COUNT]
+            if not (pending_from or due):
+                read += ["BLOCK", max(wait_ms, 1)]  # (0 would block for good)
+            read += ["STREAMS", self._stream, pending_from or ">"]
             reply: Any
             try:
-                if due or self._outgoing:
-                    pipe = self._redis.pipeline(transaction=False)
-                    chunk = self._take_chunk(pipe)
-                    if due:
-                        pipe.xack(self._stream, GROUP, *done)
-                        pipe.xdel(self._stream, *done)
-                    pipe.xreadgroup(GROUP, self._consumer, streams, count=READ_COUNT, block=block)
-                    try:
-                        self.wire.round_trips += 1
-                        reply = (await pipe.execute())[-1]
-                    except BaseException:
-                        self._outgoing.extendleft(reversed(chunk))  # repeats are harmless
-                        raise
-                    if due:
-                        done.clear()  # only this task adds to it, after the read
-                else:
+                commands: list[Sequence[Argument]] = []
+                chunk = self._take_chunk(commands)
+                if due:
+                    commands.append(("XACK", self._stream, GROUP, *done))
+                    commands.append(("XDEL", self._stream, *done))
+                commands.append(read)
+                try:
                     self.wire.round_trips += 1
-                    reply = await self._redis.xreadgroup(GROUP, self._consumer, streams, count=READ_COUNT, block=block)
+                    reply = (await self._read_link.execute(commands))[-1]
+                except BaseException:
+                    self._outgoing.extendleft(reversed(chunk))  # repeats are harmless
+                    raise
+                if due:
+                    done.clear()  # only this task adds to it, after the read
             except redis.exceptions.ResponseError as exc:
                 raise_if_cancelled()
                 if "NOGROUP" not in str(exc):
@@ -709,7 +717,7 @@ class RedisPeers:
                     continue
                 pending_from = _text(entries[-1][0])
             acks: dict[int, list[int]] = {}
-            handled = [entry_id for entry_id, fields in entries if self._handle(entry_id, fields, acks)]
+            handled = [entry_id for entry_id, fields in entries if self._handle(entry_id, _fields(fields), acks)]
             for sender, numbers in acks.items():  # once journaled (receive_urls returned True)
                 self._queue(sender, wire.Ack(self.index, numbers))
             if handled and not done:
@@ -724,10 +732,7 @@ class RedisPeers:
         """At close: the entries done with and not yet acknowledged (else read again on the next start)."""
         done = list(self._done)
         if done and self.connected:
-            pipe = self._redis.pipeline(transaction=False)
-            pipe.xack(self._stream, GROUP, *done)
-            pipe.xdel(self._stream, *done)
-            await pipe.execute()
+            await self._read_link.execute([("XACK", self._stream, GROUP, *done), ("XDEL", self._stream, *done)])
             self._done.clear()
 
     def _handle(self, entry_id: Any, fields: dict[bytes, bytes] | None, acks: dict[int, list[int]]) -> bool:
@@ -857,6 +862,11 @@ class RedisPeers:
             self.wire.round_trips += 1
             await pipe.execute()
             self._answered_round = number
+
+
+def _fields(values: list[bytes] | None) -> dict[bytes, bytes] | None:
+    """An entry's [field, value, ...] as RESP2 sends it; None for an entry deleted after it was read."""
+    return None if values is None else dict(zip(values[::2], values[1::2], strict=True))
 
 
 def _text(entry_id: Any) -> str:
