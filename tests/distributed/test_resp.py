@@ -5,6 +5,7 @@ reached again; and the command packing checked against hiredis's own reader."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -19,6 +20,9 @@ from hypothesis import strategies as st
 
 from crawlspace.distributed.resp import RespLink, pack
 from tests.distributed.redis_server import RedisServer
+from tests.distributed.test_cluster import tls_redis
+
+__all__ = ["tls_redis"]  # the fixture: redis-server on TLS only, its certificate from a trustme CA
 
 Run = Callable[[Coroutine[Any, Any, None]], None]
 
@@ -136,5 +140,17 @@ def test_tasks_sharing_a_link_get_their_own_replies_from_one_connection(redis_se
         assert [reply[0] for reply in replies] == [f"task-{k}".encode() for k in range(20)]
         assert len({reply[1] for reply in replies}) == 1  # one connection served them all
         link.close()
+
+    run(scenario())
+
+
+def test_rediss_urls_are_tls_and_verify_the_server(tls_redis: RedisServer, run: Run) -> None:
+    async def scenario() -> None:
+        link = RespLink.from_url(tls_redis.url)  # ?ssl_ca_certs=: the test's CA
+        assert await link.execute([("PING",), ("ECHO", "over tls")]) == [b"PONG", b"over tls"]
+        link.close()
+        unverified = RespLink.from_url(tls_redis.url.split("?")[0])  # the system's CAs do not know it
+        with pytest.raises(ssl.SSLCertVerificationError):
+            await unverified.execute([("PING",)])
 
     run(scenario())
