@@ -260,15 +260,26 @@ class Repartition:
         self._take_in(confirmed)
 
     def _resend_batches(self) -> None:
-        """The old assignment's unacknowledged batches: their URLs through the host splitter again."""
+        """The old assignment's unacknowledged batches: their URLs through the host splitter again.
+
+        Per-IP forwards are not among them: the handover acknowledged the old assignment's (they
+        travelled as queued URLs), so an unacknowledged forward here was made under the new assignment,
+        after the barrier of this phase, by a partition killed before the phase was recorded as over,
+        which now repeats it. It is sent again as the forward it is. Routed as an ordinary batch, its
+        URLs met their new holder's URL set, which after a resize holds the crawl's history (its own
+        queue of an earlier assignment, the others' seen parts) and may know them, and were dropped,
+        while the lease here had ended them: lost with every page only they led to."""
         router = self._router
-        waiting = router.unacknowledged
+        waiting = [batch for batch in router.unacknowledged if not batch.forward]
+        forwards = [batch for batch in router.unacknowledged if batch.forward]
         entries = [entry for batch in waiting for entry in batch.entries]
         self.stats["batches_routed_again"] = len(waiting)
         for batch in waiting:
             router.acknowledge(batch.peer, batch.number)
         if entries:
             self._links.submit(entries)
+        if forwards:
+            self.peers.transmit(forwards)
 
     # -- the transport's side --------------------------------------------------------------------
 
