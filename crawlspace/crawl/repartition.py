@@ -28,6 +28,7 @@ checkpoint before its last acknowledgement keeps those URLs, so a kill -9 loses 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import shutil
 from collections.abc import Callable
@@ -50,9 +51,10 @@ from crawlspace.distributed.resize import (
     part_size,
 )
 from crawlspace.distributed.router import PartitionRouter
+from crawlspace.durable import fsync_directory
 from crawlspace.frontier import Frontier, FrontierEntry
 from crawlspace.seen import UrlSet
-from crawlspace.seen.sortedruns import RunStore
+from crawlspace.seen.sortedruns import MANIFEST, RunStore
 from crawlspace.urls import host_of, url_fingerprint
 from crawlspace.urls.filter import UrlFilter
 
@@ -202,9 +204,16 @@ class Repartition:
         return True
 
     def _drop_history(self) -> None:
+        """The fingerprints the others handed over go, after the phase's last checkpoint. Their manifest
+        first: a kill during the removal must leave a set that opens (empty), not a manifest naming a run
+        already deleted, which the phase's repeat (the resize is over only once the draining partitions
+        have drained) could not open: the partition died at every resume and the crawl ended there."""
         if self._history is not None:
             self._history.close(checkpoint=False)
             self._history = None
+        with contextlib.suppress(FileNotFoundError):
+            (self._history_dir / MANIFEST).unlink()
+            fsync_directory(self._history_dir)
         shutil.rmtree(self._history_dir, ignore_errors=True)
 
     async def _acknowledgements(self) -> None:
