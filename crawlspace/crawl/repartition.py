@@ -28,6 +28,7 @@ checkpoint before its last acknowledgement keeps those URLs, so a kill -9 loses 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import shutil
 from collections.abc import Callable
@@ -50,9 +51,10 @@ from crawlspace.distributed.resize import (
     part_size,
 )
 from crawlspace.distributed.router import PartitionRouter
+from crawlspace.durable import fsync_directory
 from crawlspace.frontier import Frontier, FrontierEntry
 from crawlspace.seen import UrlSet
-from crawlspace.seen.sortedruns import RunStore
+from crawlspace.seen.sortedruns import MANIFEST, RunStore
 from crawlspace.urls import host_of, url_fingerprint
 from crawlspace.urls.filter import UrlFilter
 
@@ -202,9 +204,16 @@ class Repartition:
         return True
 
     def _drop_history(self) -> None:
+        """The fingerprints the others handed over go, after the phase's last checkpoint. Their manifest
+        first: a kill during the removal must leave a set that opens (empty), not a manifest naming a run
+        already deleted, which the phase's repeat (the resize is over only once the draining partitions
+        have drained) could not open: the partition died at every resume and the crawl ended there."""
         if self._history is not None:
             self._history.close(checkpoint=False)
             self._history = None
+        with contextlib.suppress(FileNotFoundError):
+            (self._history_dir / MANIFEST).unlink()
+            fsync_directory(self._history_dir)
         shutil.rmtree(self._history_dir, ignore_errors=True)
 
     async def _acknowledgements(self) -> None:
@@ -260,15 +269,26 @@ class Repartition:
         self._take_in(confirmed)
 
     def _resend_batches(self) -> None:
-        """The old assignment's unacknowledged batches: their URLs through the host splitter again."""
+        """The old assignment's unacknowledged batches: their URLs through the host splitter again.
+
+        Per-IP forwards are not among them: the handover acknowledged the old assignment's (they
+        travelled as queued URLs), so an unacknowledged forward here was made under the new assignment,
+        after the barrier of this phase, by a partition killed before the phase was recorded as over,
+        which now repeats it. It is sent again as the forward it is. Routed as an ordinary batch, its
+        URLs met their new holder's URL set, which after a resize holds the crawl's history (its own
+        queue of an earlier assignment, the others' seen parts) and may know them, and were dropped,
+        while the lease here had ended them: lost with every page only they led to."""
         router = self._router
-        waiting = router.unacknowledged
+        waiting = [batch for batch in router.unacknowledged if not batch.forward]
+        forwards = [batch for batch in router.unacknowledged if batch.forward]
         entries = [entry for batch in waiting for entry in batch.entries]
         self.stats["batches_routed_again"] = len(waiting)
         for batch in waiting:
             router.acknowledge(batch.peer, batch.number)
         if entries:
             self._links.submit(entries)
+        if forwards:
+            self.peers.transmit(forwards)
 
     # -- the transport's side --------------------------------------------------------------------
 
