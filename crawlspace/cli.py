@@ -217,6 +217,12 @@ def crawl(
     click.echo(json.dumps(stats.to_dict(), indent=2))
     if stats.termination == "disk-full":
         fail("disk full: the crawl stopped with its state intact; free space, then continue with --resume", code=75)
+    if stats.termination == "worker-failed":
+        fail(
+            "worker-failed: a crawl process died (its error is above); the others stopped with their state "
+            "intact, and --resume continues the crawl once the cause is fixed",
+            code=70,
+        )
     if stats.termination in ("journal-failed", "checkpoint-failed"):
         fail(
             f"{stats.termination}: an I/O error stopped the crawl; its last checkpoint and journal stand, and "

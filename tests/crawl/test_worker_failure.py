@@ -4,11 +4,13 @@ showed when one partition's first checkpoint raised."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+from crawlspace.simweb import SimWeb, SimWebConfig, serve_in_background
 from tests.conftest import REPO
 
 SCRIPT = textwrap.dedent(
@@ -49,3 +51,49 @@ def test_a_worker_that_dies_before_it_is_ready_ends_the_crawl_with_its_name(tmp_
     assert result.returncode == 0, result.stderr
     assert "refused: crawl process 1 ended before it was ready (exit code 1)" in result.stdout, result.stdout
     assert "KeyError: 2" in result.stderr  # the error itself, from the process that had it
+
+
+DYING = textwrap.dedent(
+    """
+    import os
+    import sys
+    from pathlib import Path
+
+    import crawlspace.crawl.engine as engine_module
+    from crawlspace.cli import main
+
+    follow_up = engine_module.CrawlEngine._follow_up
+    pages = 0
+
+    def dying_follow_up(self, recorded, entry):
+        global pages
+        pages += 1
+        if Path(self.out_dir).name == "1" and pages == 3:
+            os._exit(3)  # partition 1 dies mid-crawl, as a segfault or an OOM kill would end it
+        return follow_up(self, recorded, entry)
+
+    engine_module.CrawlEngine._follow_up = dying_follow_up  # the forked workers inherit it
+    main()
+    """
+)
+
+
+def test_a_worker_that_dies_mid_crawl_makes_the_command_fail(tmp_path: Path) -> None:
+    """The crawl stops with its state intact (the others checkpoint) and the command says so with a
+    non-zero exit: before, it printed its stats and exited 0, so a script running it took a crawl with
+    half its pages never fetched for a finished one."""
+    web = SimWeb.generate(SimWebConfig(hosts=12, seed=5, mean_pages_per_host=10.0, include_trap=False))
+    script = tmp_path / "crawl.py"
+    script.write_text(DYING)
+    with serve_in_background(web, tmp_path / "simweb", seeds=4) as running:
+        result = subprocess.run(
+            [sys.executable, str(script), "crawl", str(running.seeds_file), "--out", str(tmp_path / "crawl"),
+             "--hosts-file", str(running.hosts_file), "--allow-private-addresses", "--processes", "2",
+             "--min-delay", "0.05", "--no-progress"],
+            capture_output=True, text=True, timeout=120, cwd=REPO,
+            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        )  # fmt: skip
+    assert result.returncode == 70, (result.returncode, result.stderr[-2000:])
+    assert "crawlspace: error: worker-failed: a crawl process died" in result.stderr
+    stats = json.loads((tmp_path / "crawl" / "stats.json").read_text())
+    assert stats["termination"] == "worker-failed" and stats["errors"]["worker-failed"] == 1
