@@ -27,6 +27,7 @@ from crawlspace.distributed.resize import Part, decode_part, encode_part
 from crawlspace.distributed.splitter import Batch
 from crawlspace.distributed.termination import ProbeAnswer
 from crawlspace.seen.content import OutdatedNotice
+from crawlspace.seen.sortedruns import SeenStateError
 
 
 @dataclass
@@ -198,8 +199,19 @@ class MemoryMesh:
                 await asyncio.sleep(0)  # the owner answers on a later turn of the loop, as over a socket
                 self._network.counts["near questions"] += 1
             inbox = self._network.meshes[owner].inbox
-            assert inbox is not None
-            answers[owner] = inbox.answer_near(question)
+            if owner == self.index:
+                assert inbox is not None
+                answers[owner] = inbox.answer_near(question)
+                continue
+            try:
+                if inbox is None:
+                    raise SeenStateError("the owner has closed")
+                answers[owner] = inbox.answer_near(question)
+            except SeenStateError:
+                # the owner has shut down (its content set closed): no answer comes, as over a real
+                # transport, whose timeout passes the owner over; raised into the asker's page, its
+                # error lost that page's links (a flake of the resize test: 1 URL in about 5 runs)
+                self._network.counts["near questions unanswered"] += 1
         return answers
 
     def settle(self, body_fingerprint: int, url: str, *, stored: bool) -> None:
