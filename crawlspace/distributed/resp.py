@@ -1,13 +1,14 @@
 """A pipelined Redis connection for the stream transport's two hot loops (the writer's XADDs and the
 reader's XREADGROUP with what rides along), written here because redis-py's per-command machinery was
-the transport's largest cost: a pipeline of XADD + XLEN costs 70-110 us of client CPU a round trip
+the transport's largest cost: a pipeline of XADD + XLEN costs 93-100 us of client CPU a round trip
 through `redis.asyncio` (its pipeline object, command packing, the pool, a parser call and a response
-callback per command, a health check), 9-25 us through this (bench/distributed/bench_round_trip.py).
+callback per command, a health check), 37-41 us through this on a quiet machine
+(bench/distributed/bench_round_trip.py).
 Everything else a node asks of Redis (joining, locks, the termination rounds, the budget, status) is
 not per page and stays on redis-py.
 
-One `RespLink` is one connection used by one task at a time: `execute(commands)` writes them in one
-send and returns their replies in order, decoded by hiredis's C reader (RESP2: an XREADGROUP's entries
+One `RespLink` is one connection, which several tasks may share: `execute(commands)` writes them in
+one send and returns their replies in order, decoded by hiredis's C reader (RESP2: an XREADGROUP's entries
 come as [id, [field, value, ...]] lists, nil as None). An error reply is raised as redis-py's
 `ResponseError` once the pipeline's other replies are read (the connection stays in step); a lost
 connection fails every pending pipeline with redis-py's `ConnectionError`, so callers handle both as
@@ -67,9 +68,8 @@ class _Protocol(asyncio.Protocol):
         self.lost: BaseException | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(
-            asyncio.Transport, transport
-        )  # (uvloop's transports are not asyncio.Transport's subclasses)
+        # (uvloop's transports are not subclasses of asyncio.Transport)
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.reader.feed(data)
@@ -130,7 +130,6 @@ class RespLink:
     async def execute(self, commands: Iterable[Sequence[Argument]]) -> list[Any]:
         """The commands' replies, in order; raises ResponseError (the first error reply) or ConnectionError.
         Pipelines of several tasks may be in flight at once: each is written whole, and replies come in order."""
-        pipeline = [pack(command) for command in commands]
         protocol = self._protocol
         if protocol is None or protocol.lost is not None:
             async with self._connecting:  # one connection for everybody waiting
@@ -138,7 +137,7 @@ class RespLink:
                 if protocol is None or protocol.lost is not None:
                     protocol = await self._connect()
                     self._protocol = protocol
-        return await _send(protocol, b"".join(pipeline), len(pipeline))
+        return await _send(protocol, commands)
 
     async def _connect(self) -> _Protocol:
         options = self._options
@@ -168,7 +167,7 @@ class RespLink:
             handshake.append(("SELECT", int(options["db"])))
         if handshake:
             try:
-                await _send(protocol, b"".join(pack(command) for command in handshake), len(handshake))
+                await _send(protocol, handshake)
             except redis.exceptions.ResponseError as exc:
                 protocol.fail(redis.exceptions.ConnectionError("the handshake failed"))
                 if "WRONGPASS" in str(exc) or "invalid password" in str(exc) or "NOAUTH" in str(exc):
@@ -183,13 +182,14 @@ class RespLink:
             protocol.fail(redis.exceptions.ConnectionError("the link was closed"))
 
 
-async def _send(protocol: _Protocol, packed: bytes, count: int) -> list[Any]:
+async def _send(protocol: _Protocol, commands: Iterable[Sequence[Argument]]) -> list[Any]:
+    packed = [pack(command) for command in commands]
     if protocol.lost is not None:
         raise protocol.lost
     assert protocol.transport is not None
     future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
-    protocol.pending.append(_Pending(future, count))
-    protocol.transport.write(packed)
+    protocol.pending.append(_Pending(future, len(packed)))
+    protocol.transport.write(b"".join(packed))
     replies = await future
     for reply in replies:
         if isinstance(reply, hiredis.ReplyError):

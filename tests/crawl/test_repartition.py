@@ -20,25 +20,7 @@ from crawlspace.distributed.splitter import Batch
 from crawlspace.frontier import FrontierEntry
 from crawlspace.seen.sortedruns import RunStore
 from crawlspace.urls.fingerprint import UrlFingerprints
-
-
-class _Journal:
-    """The router's journal, as the lines it was given."""
-
-    def __init__(self) -> None:
-        self.lines: list[tuple[Any, ...]] = []
-
-    def sent(self, peer: int, number: int, entry: FrontierEntry, *, forward: bool) -> None:
-        self.lines.append(("sent", peer, number, entry.url, forward))
-
-    def acked(self, peer: int, number: int) -> None:
-        self.lines.append(("acked", peer, number))
-
-    def moved(self, host: str, owner: int) -> None:
-        self.lines.append(("moved", host, owner))
-
-    def pinned(self, host: str) -> None:
-        self.lines.append(("pinned", host))
+from tests.distributed.test_router import RecordingJournal
 
 
 class _Peers:
@@ -79,7 +61,7 @@ def test_a_repeated_phase_sends_a_forward_again_as_a_forward_not_through_the_url
     A forward is a URL its receiver tests only against its URLs of pinned hosts: it is sent again as one."""
     resize = Resize(previous=3, partitions=2, epoch=2)
     assignment = HostBucketAssignment(2)
-    journal = _Journal()
+    journal = RecordingJournal()
     router = PartitionRouter(1, assignment, journal, per_ip=True)
     forwarded = FrontierEntry("http://site0000.test/archive/a22.html", 2, 0)
     linked = FrontierEntry("http://site0001.test/p1.html", 3, 0)

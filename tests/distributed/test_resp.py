@@ -89,15 +89,21 @@ def test_the_pool_of_a_client_gives_its_server_and_database(redis_server: RedisS
     run(scenario())
 
 
+async def blocked_read(link: RespLink, stream: str) -> asyncio.Future[list[Any]]:
+    """An XREADGROUP on an empty stream that blocks for 30 s, sent and waiting."""
+    await link.execute([("XGROUP", "CREATE", stream, "g", "$", "MKSTREAM")])
+    blocked = asyncio.ensure_future(
+        link.execute([("XREADGROUP", "GROUP", "g", "c", "BLOCK", 30_000, "STREAMS", stream, ">")])
+    )
+    await asyncio.sleep(0.2)
+    assert not blocked.done()
+    return blocked
+
+
 def test_a_killed_server_fails_what_waits_and_a_restarted_one_is_reached(redis_server: RedisServer, run: Run) -> None:
     async def scenario() -> None:
         link = RespLink.from_url(redis_server.url)
-        await link.execute([("XGROUP", "CREATE", "k", "g", "$", "MKSTREAM")])
-        blocked = asyncio.ensure_future(
-            link.execute([("XREADGROUP", "GROUP", "g", "c", "BLOCK", 30_000, "STREAMS", "k", ">")])
-        )
-        await asyncio.sleep(0.2)
-        assert not blocked.done()
+        blocked = await blocked_read(link, "k")
         redis_server.kill()
         with pytest.raises(redis.exceptions.ConnectionError):
             await asyncio.wait_for(blocked, 5)
@@ -113,11 +119,7 @@ def test_a_killed_server_fails_what_waits_and_a_restarted_one_is_reached(redis_s
 def test_close_fails_a_blocked_read_at_once(redis_server: RedisServer, run: Run) -> None:
     async def scenario() -> None:
         link = RespLink.from_url(redis_server.url)
-        await link.execute([("XGROUP", "CREATE", "b", "g", "$", "MKSTREAM")])
-        blocked = asyncio.ensure_future(
-            link.execute([("XREADGROUP", "GROUP", "g", "c", "BLOCK", 30_000, "STREAMS", "b", ">")])
-        )
-        await asyncio.sleep(0.1)
+        blocked = await blocked_read(link, "b")
         started = time.monotonic()
         link.close()
         with pytest.raises(redis.exceptions.ConnectionError):
