@@ -156,6 +156,8 @@ class PartitionInbox:
     # -- the Inbox ----------------------------------------------------------------------------
 
     def receive_urls(self, entries: list[FrontierEntry], *, forwarded: bool = False) -> bool:
+        if self._ledger.closed:  # shut down, its stores closed: the sender keeps the batch for the resume
+            return False
         self.peers.idle = False
         if forwarded:
             self.router.pin(entries)

@@ -144,3 +144,17 @@ def test_a_resumed_run_journals_what_it_does_before_its_first_checkpoint_commits
     again.close()
     _, after_commit = _replay(tmp_path, committed)
     assert after_commit == []  # the committed checkpoint holds the admission: no second copy
+
+
+def test_a_closed_ledger_says_lines_given_to_it_were_not_written(tmp_path: Path) -> None:
+    """After the engine's last checkpoint closed the journal, a flush of lines cannot be True: a
+    partition acknowledges another's batch on that True, and the sender forgets the batch."""
+    states: list[CrawlState] = []
+    ledger = Ledger(tmp_path, before_write=[], on_failure=lambda exc: None)
+    generation = _commit(ledger, states)
+    ledger.close()
+    assert ledger.flush()  # nothing to write: nothing lost
+    ledger.submitted([FrontierEntry("http://a.test/late")])
+    assert not ledger.flush()
+    _, events = _replay(tmp_path, generation)
+    assert events == []
