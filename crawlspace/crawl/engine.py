@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import errno
 import functools
+import logging
 import os
 import signal
 import time
@@ -59,10 +60,13 @@ from crawlspace.distributed.resize import HandoverPlan, Resize
 from crawlspace.dns import DNSFailure
 from crawlspace.dns.resolver import hostname_of_authority
 from crawlspace.fetch import Fetcher, FetchResult, Outcome, Validators
+from crawlspace.fetch.retry import RetryDecision
 from crawlspace.frontier import FrontierEntry, Lease, Prioritizer
 from crawlspace.hooks.protocols import ProtocolHandler
 from crawlspace.hooks.runtime import Extensions
 from crawlspace.urls.fingerprint import UrlFingerprints
+
+log = logging.getLogger("crawlspace")
 
 
 def _host_failed(result: FetchResult) -> bool:
@@ -188,6 +192,7 @@ class CrawlEngine:
         # Ctrl-C and SIGTERM stop the crawl gracefully; not when it runs inside an application's own loop
         self._signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._internal_errors_logged: set[str] = set()
         self._started = time.monotonic()
         self.disk_full: str | None = None
         self.recovery: dict[str, Any] = {}
@@ -770,6 +775,10 @@ class CrawlEngine:
             # again; released as done, the page's links were lost for good
             abandoned = True
             raise
+        except Exception as exc:
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise  # the crawl stops (disk-full); the checkpoint and the journal resume it
+            decision = self._failed_in_processing(exc, entry, attempts)
         finally:
             result.release()  # stored and parsed: a spilled body's files go now, not when the task is collected
             if not abandoned:
@@ -782,6 +791,23 @@ class CrawlEngine:
                     contacted=result.outcome not in (Outcome.DNS_ERROR, Outcome.GUARD_REFUSED),
                     error=_host_failed(result),
                 )
+
+    def _failed_in_processing(self, exc: Exception, entry: FrontierEntry, attempts: int) -> RetryDecision:
+        """A fetched page whose recording or links raised (a bug, a store or a peer that failed): fetched
+        again later, as a network failure is, and given up after as many attempts. Released as done, the
+        URL was finished with its links never followed: every page only they led to was lost."""
+        name = type(exc).__name__
+        self.stats.errors[f"internal:{name}"] += 1
+        if name not in self._internal_errors_logged:
+            self._internal_errors_logged.add(name)
+            log.warning("processing %s failed (%s: %s); retried, logged once per kind", entry.url, name, exc,
+                        exc_info=exc)  # fmt: skip
+        if attempts > self.retry.max_retries:
+            self.stats.errors["gave-up-after-internal-errors"] += 1
+            return RetryDecision(False, None, f"internal:{name}: gave up after {attempts} attempts")
+        self.resume_state.attempts[entry.url] = attempts
+        self.stats.retries += 1
+        return RetryDecision(True, self.retry.backoff(attempts), f"internal:{name}")
 
     def _dns_failed(self, lease: Lease, failure: DNSFailure) -> None:
         """A temporary failure puts the URL back until the resolver's backoff has passed; a definitive
