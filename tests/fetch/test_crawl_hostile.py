@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -69,11 +68,8 @@ def crawl(tmp_path: Path, hostile: HostileServer, good: HostileServer, internal:
         seeds += [f"http://open-redirect.test:{port}/redirect-to?http://internal.test:{internal.port}/ok"]
         engine = CrawlEngine(config, tmp_path, live_progress=False)
         engine.add_seeds(seeds)
-        started = time.monotonic()
         asyncio.run(engine.run())
-        elapsed = time.monotonic() - started
     stats: dict[str, Any] = json.loads((tmp_path / "stats.json").read_text())
-    stats["elapsed"] = elapsed
     return stats
 
 
@@ -85,9 +81,9 @@ def test_hostile_hosts_do_not_stop_the_crawl(tmp_path: Path) -> None:
     ):
         stats = crawl(tmp_path, hostile, good, internal)
 
-        # the crawl ended on its own, in seconds (slowloris: 2 attempts of 1 s, with rests)
+        # the crawl ended on its own, before its 30 s limit (slowloris: 2 attempts of 1 s, with rests);
+        # how fast is the benchmarks' business, not a test's on a shared machine
         assert stats["termination"] == "frontier-empty"
-        assert stats["elapsed"] < 10
 
         # the good site was crawled completely, once per page, politely
         site = [r for r in good.requests if r.path.startswith("/site/")]
