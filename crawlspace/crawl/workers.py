@@ -64,7 +64,8 @@ from crawlspace.store.pagestore import WARC_DIR
 from crawlspace.store.shards import WORKERS_DIR
 from crawlspace.store.warc import WarcWriter
 
-PROBE_INTERVAL = 0.2
+PROBE_INTERVAL = 0.2  # between the rounds that decide the end, once a partition said it is idle
+BUSY_PROBE_INTERVAL = 1.0  # while every partition is busy: each round costs every process (issue 17)
 
 
 class WorkerStartupError(Exception):
@@ -250,6 +251,10 @@ class ParallelCrawl:
         self._refused: set[int] = set()  # workers that said why they could not start (in `fatal`)
         self._handed: set[int] = set()  # workers done with a resize's handover
         self._drained: set[int] = set()  # workers leaving in a resize that have ended
+        self._attention = asyncio.Event()  # a worker turned idle, ended or died: the next round now
+        self._hurry = False  # probe at PROBE_INTERVAL: every partition was idle, or one just turned idle
+        self.probe_rounds = 0  # termination probes sent to every worker (stats.json: "coordinator")
+        self.idle_notices = 0  # workers that said they turned idle (each brings a round forward)
 
     @property
     def stats(self) -> CrawlStats | None:
@@ -338,6 +343,7 @@ class ParallelCrawl:
         if missing:
             merged.errors["worker-stats-missing"] += missing
         merged.sections["workers"] = [{key: stats.to_dict()[key] for key in _PER_WORKER} for stats in latest]
+        merged.sections["coordinator"] = {"probe_rounds": self.probe_rounds, "idle_notices": self.idle_notices}
         merged.invalid_seeds += self.invalid_seeds
         merged.finished_at = merged.finished_at or time.time()
         return merged
@@ -380,8 +386,18 @@ class ParallelCrawl:
                     self._stop_all("stopped")
                 if self._stop_reason is None:
                     round_number += 1
+                    self.probe_rounds = round_number
                     self._broadcast(["probe", round_number])
-                await asyncio.sleep(PROBE_INTERVAL)
+                hurry = self._hurry or self._stop_reason is not None or not self._handed_over
+                until_report = self.config.progress_interval - (time.monotonic() - published)
+                self._attention.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        self._attention.wait(),
+                        timeout=max(
+                            PROBE_INTERVAL, min(PROBE_INTERVAL if hurry else BUSY_PROBE_INTERVAL, until_report)
+                        ),
+                    )
                 if self.reports and time.monotonic() - published >= self.config.progress_interval:
                     self.telemetry.publish(self._merged_report())
                     published = time.monotonic()
@@ -391,6 +407,7 @@ class ParallelCrawl:
                     if crawl_over(previous, answers, expected):
                         self._stop_all("frontier-empty")
                     previous = answers if settled(answers) else None
+                    self._hurry = all(answer.idle for answer in answers.values())  # the end needs every one idle
                 for old in [number for number in probes if number < round_number]:
                     del probes[old]
             # the partitions' last Snapshots are sent just before they end: read what is left of them
@@ -409,10 +426,15 @@ class ParallelCrawl:
             except ChannelClosed:
                 if index not in self._ended:
                     self._lost.add(index)  # killed, or an error it could not report
+                    self._attention.set()
                 return
             if message[0] == "probe":
                 _, number, idle, sent, received = message
                 probes.setdefault(int(number), {})[index] = ProbeAnswer(bool(idle), int(sent), int(received))
+            elif message[0] == "idle":
+                self.idle_notices += 1
+                self._hurry = True
+                self._attention.set()
             elif message[0] == "report":
                 self.reports[int(message[1])] = Snapshot.from_builtins(message[2])
             elif message[0] == "fatal":
@@ -461,6 +483,7 @@ class ParallelCrawl:
 
     def _stop_all(self, reason: str) -> None:
         self._stop_reason = reason
+        self._attention.set()
         self.termination = self.termination or reason
         self._broadcast(["stop", reason])
 

@@ -64,7 +64,7 @@ class SocketMesh:
         self.partitions = partitions
         self.sent = 0  # URL batches sent by this process, resends included (termination counting)
         self.received = 0  # URL batches received and journaled
-        self.idle = False
+        self._idle = False
         self._peer_sockets = peer_sockets
         self._control_socket = control_socket
         self._hold = hold_until_settled
@@ -82,6 +82,19 @@ class SocketMesh:
         self.malformed_notices = 0
         self._repartitioned: asyncio.Future[bool] | None = None
         self._asking = True  # False once the crawl stops (stop_asking)
+
+    @property
+    def idle(self) -> bool:
+        return self._idle
+
+    @idle.setter
+    def idle(self, idle: bool) -> None:
+        """Set by the engine; turning idle is told to the coordinator at once, which then probes at once and
+        at the rate that decides the end (it probes a busy crawl seldom: every probe costs each process)."""
+        if idle and not self._idle and self._control is not None:
+            with contextlib.suppress(ChannelClosed):
+                self._control.send(["idle", self.index])
+        self._idle = idle
 
     def __repr__(self) -> str:
         return (
