@@ -65,6 +65,8 @@ class PartitionInbox:
         self._connected = False
         self.outdated = outdated.OutdatedDelivery()
         self._acks_owed: dict[int, list[tuple[str, float]]] = {}  # applied, acknowledged once committed
+        self._outdated_news = asyncio.Event()  # a notice came in or was put here: rounds until all is acknowledged
+        content.on_outdated = self._outdated_news.set
 
     def __repr__(self) -> str:
         return f"PartitionInbox({self.peers!r}, {self.router!r})"
@@ -102,10 +104,16 @@ class PartitionInbox:
                 self._open.set()
 
     async def tell_outdated_periodically(self, interval: float = outdated.INTERVAL) -> None:
-        """The rounds of distributed.outdated, for as long as the crawl runs."""
+        """The rounds of distributed.outdated, for as long as the crawl runs: every `interval` while notices
+        are put, applied or unacknowledged; else the loop sleeps until a notice comes in or is put here.
+        It woke every `interval` whatever happened (and most crawls refresh nothing): a cost per second,
+        not per page, that a crawl politeness holds to a page a second paid on every page (issue 17)."""
         while True:
             await asyncio.sleep(interval)
             self.tell_outdated()
+            if not (self._content.outdated_added or self._acks_owed or self.outdated.unacknowledged):
+                self._outdated_news.clear()
+                await self._outdated_news.wait()
 
     def tell_outdated(self, now: float | None = None) -> None:
         """One round: if notices were applied here or put here since the last, commit the content set;
@@ -182,6 +190,7 @@ class PartitionInbox:
         return answer_near(self._content, question, self._content.near_threshold)
 
     def receive_outdated(self, sender: int, notices: list[OutdatedNotice]) -> None:
+        self._outdated_news.set()
         for notice in notices:
             if self._content.forget_outdated(notice):
                 self._stats.outdated_entries_removed += 1

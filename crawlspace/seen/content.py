@@ -79,7 +79,7 @@ import enum
 import math
 import shutil
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -229,6 +229,7 @@ class ContentSeen:
         self.commit_every = commit_every
         self._store: ContentStore | None = store
         self.outdated_peers: tuple[int, ...] = ()  # the other partitions, told of outdated versions
+        self.on_outdated: Callable[[], None] | None = None  # told when a notice is put (the transport's wake-up)
         self._uncommitted = 0
         self._check_parameters(shingle_words, num_perm)
         # notices left by an earlier run (killed before their acknowledgement) are to be sent as new ones
@@ -498,6 +499,8 @@ class ContentSeen:
                     _OUTDATED_VALUE.pack(peer, record.content_fp, replaced_at) + _utf8(record.url),
                 )
                 self.outdated_added += 1
+            if self.outdated_peers and self.on_outdated is not None:
+                self.on_outdated()
         fp_key = _key(record.content_fp)
         url_key = _key(url_fp)
         first = tables.get(_FP, fp_key)

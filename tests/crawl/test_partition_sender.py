@@ -6,6 +6,7 @@ batches its journal replayed; a socket mesh has no channel yet): `connect` sends
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any, cast
 
 from crawlspace.crawl.partition import SEND_INTERVAL, PartitionInbox
@@ -61,7 +62,7 @@ def url_of_partition(owner: int, assignment: ModuloAssignment) -> str:
 
 def inbox_of(peers: RecordingPeers, router: PartitionRouter, ledger: RecordingLedger) -> PartitionInbox:
     return PartitionInbox(
-        cast(Any, peers), router, links=cast(Any, None), ledger=cast(Any, ledger), content=cast(Any, None),
+        cast(Any, peers), router, links=cast(Any, None), ledger=cast(Any, ledger), content=cast(Any, SimpleNamespace()),
         stats=CrawlStats(), wake=lambda: None, stop=lambda reason: None,
     )  # fmt: skip
 

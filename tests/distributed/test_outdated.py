@@ -381,3 +381,43 @@ def test_a_notice_survives_kill_9_of_either_side_and_is_applied_after_the_restar
             content.close()
 
     asyncio.run(run())
+
+
+def test_the_rounds_run_while_notices_travel_and_sleep_otherwise(tmp_path: Path) -> None:
+    """The partition's loop of rounds wakes when a notice is put here or comes in, and runs until every
+    notice is applied and acknowledged; then it sleeps. It used to run a round every half second for the
+    whole crawl (most crawls refresh nothing): CPU per second, paid per page when politeness slows a crawl."""
+
+    async def run() -> tuple[list[int], list[int], list[int], int]:
+        network = MemoryNetwork()
+        inboxes, contents = await two_inboxes(network, tmp_path)
+        rounds = [0, 0]
+        for k, inbox in enumerate(inboxes):
+            original = inbox.tell_outdated
+
+            def counted(now: float | None = None, k: int = k, original: Any = original) -> None:
+                rounds[k] += 1
+                original(now)
+
+            inbox.tell_outdated = counted  # type: ignore[method-assign]
+        loops = [asyncio.create_task(inbox.tell_outdated_periodically(interval=0.01)) for inbox in inboxes]
+        await asyncio.sleep(0.3)
+        quiet = list(rounds)  # one round each at the start (notices an earlier run left), then asleep
+        old, new = owned_by(1, 700), text_of(701)
+        for at, body in ((10.0, old), (20.0, new)):  # the page changes at partition 0: a notice is put
+            fingerprint = content_fingerprint(body.encode())
+            owner = contents[fingerprint % 2]
+            contents[0].check(PAGE, fingerprint, at, first=owner.claim_first(fingerprint, PAGE, at))
+        await until(lambda: not list(contents[0].outdated_waiting()) and not inboxes[1]._acks_owed, 5.0)
+        await asyncio.sleep(0.1)
+        settled = list(rounds)
+        await asyncio.sleep(0.3)
+        for loop in loops:
+            loop.cancel()
+        return quiet, settled, list(rounds), network.counts["outdated notices delivered"]
+
+    quiet, settled, after, delivered = asyncio.run(run())
+    assert quiet == [1, 1]
+    assert delivered == 1  # sent, applied and acknowledged: the partitions woke for it
+    assert settled[0] > quiet[0] and settled[1] > quiet[1]
+    assert after == settled  # asleep again (30 rounds each in 0.3 s at this interval before)
