@@ -252,7 +252,8 @@ class ParallelCrawl:
         self._handed: set[int] = set()  # workers done with a resize's handover
         self._drained: set[int] = set()  # workers leaving in a resize that have ended
         self._attention = asyncio.Event()  # a worker turned idle, ended or died: the next round now
-        self._hurry = False  # probe at PROBE_INTERVAL: every partition was idle, or one just turned idle
+        self._all_idle = False  # every partition answered idle in the last complete round
+        self._idle_noticed_in = -1  # the round sent last when a partition said it turned idle
         self.probe_rounds = 0  # termination probes sent to every worker (stats.json: "coordinator")
         self.idle_notices = 0  # workers that said they turned idle (each brings a round forward)
 
@@ -388,7 +389,9 @@ class ParallelCrawl:
                     round_number += 1
                     self.probe_rounds = round_number
                     self._broadcast(["probe", round_number])
-                hurry = self._hurry or self._stop_reason is not None or not self._handed_over
+                # the round just sent is the first to reflect a notice that came during the one before
+                noticed = self._idle_noticed_in >= round_number - 1
+                hurry = self._all_idle or noticed or self._stop_reason is not None or not self._handed_over
                 until_report = self.config.progress_interval - (time.monotonic() - published)
                 self._attention.clear()
                 with contextlib.suppress(TimeoutError):
@@ -398,7 +401,8 @@ class ParallelCrawl:
                             PROBE_INTERVAL, min(PROBE_INTERVAL if hurry else BUSY_PROBE_INTERVAL, until_report)
                         ),
                     )
-                if self.reports and time.monotonic() - published >= self.config.progress_interval:
+                # due within a short round: published now, else the next wait would be that short round
+                if self.reports and time.monotonic() - published >= self.config.progress_interval - PROBE_INTERVAL:
                     self.telemetry.publish(self._merged_report())
                     published = time.monotonic()
                 answers = {k: a for k, a in probes.pop(round_number, {}).items() if k not in self._drained}
@@ -407,7 +411,7 @@ class ParallelCrawl:
                     if crawl_over(previous, answers, expected):
                         self._stop_all("frontier-empty")
                     previous = answers if settled(answers) else None
-                    self._hurry = all(answer.idle for answer in answers.values())  # the end needs every one idle
+                    self._all_idle = all(answer.idle for answer in answers.values())  # the end needs every one idle
                 for old in [number for number in probes if number < round_number]:
                     del probes[old]
             # the partitions' last Snapshots are sent just before they end: read what is left of them
@@ -433,7 +437,7 @@ class ParallelCrawl:
                 probes.setdefault(int(number), {})[index] = ProbeAnswer(bool(idle), int(sent), int(received))
             elif message[0] == "idle":
                 self.idle_notices += 1
-                self._hurry = True
+                self._idle_noticed_in = self.probe_rounds
                 self._attention.set()
             elif message[0] == "report":
                 self.reports[int(message[1])] = Snapshot.from_builtins(message[2])
