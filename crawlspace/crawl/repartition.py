@@ -28,7 +28,6 @@ checkpoint before its last acknowledgement keeps those URLs, so a kill -9 loses 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import shutil
 from collections.abc import Callable
@@ -51,10 +50,9 @@ from crawlspace.distributed.resize import (
     part_size,
 )
 from crawlspace.distributed.router import PartitionRouter
-from crawlspace.durable import fsync_directory
 from crawlspace.frontier import Frontier, FrontierEntry
 from crawlspace.seen import UrlSet
-from crawlspace.seen.sortedruns import MANIFEST, RunStore
+from crawlspace.seen.sortedruns import RunStore, remove_runs
 from crawlspace.urls import host_of, url_fingerprint
 from crawlspace.urls.filter import UrlFilter
 
@@ -211,9 +209,8 @@ class Repartition:
         if self._history is not None:
             self._history.close(checkpoint=False)
             self._history = None
-        with contextlib.suppress(FileNotFoundError):
-            (self._history_dir / MANIFEST).unlink()
-            fsync_directory(self._history_dir)
+        if self._history_dir.exists():
+            remove_runs(self._history_dir)
         shutil.rmtree(self._history_dir, ignore_errors=True)
 
     async def _acknowledgements(self) -> None:

@@ -516,15 +516,19 @@ class RunStore:
                 path.unlink()
 
     def _wipe(self) -> None:
-        """Everything goes, the manifest first: a crash part-way leaves an empty set, never a manifest
-        naming a run already deleted (a set that cannot be opened)."""
-        manifest = self.directory / MANIFEST
-        if manifest.exists():
-            manifest.unlink()
-            _fsync_path(self.directory, directory=True)
-        for path in self.directory.iterdir():
-            if RUN_NAME.match(path.name) or path.name in (MANIFEST, MANIFEST + ".tmp"):
-                path.unlink()
+        remove_runs(self.directory)
+
+
+def remove_runs(directory: Path) -> None:
+    """Every file of the run store in `directory` goes, the manifest first: a crash part-way leaves an empty
+    set, never a manifest naming a run already deleted (a set that cannot be opened)."""
+    manifest = directory / MANIFEST
+    if manifest.exists():
+        manifest.unlink()
+        _fsync_path(directory, directory=True)
+    for path in directory.iterdir():
+        if RUN_NAME.match(path.name) or path.name in (MANIFEST, MANIFEST + ".tmp"):
+            path.unlink()
 
 
 def _as_sorted_distinct(fingerprints: FpArray) -> FpArray:
