@@ -802,12 +802,13 @@ class CrawlEngine:
             self._internal_errors_logged.add(name)
             log.warning("processing %s failed (%s: %s); retried, logged once per kind", entry.url, name, exc,
                         exc_info=exc)  # fmt: skip
-        if attempts > self.retry.max_retries:
+        decision = self.retry.failed(f"internal:{name}", attempts)
+        if decision.retry:
+            self.resume_state.attempts[entry.url] = attempts
+            self.stats.retries += 1
+        else:
             self.stats.errors["gave-up-after-internal-errors"] += 1
-            return RetryDecision(False, None, f"internal:{name}: gave up after {attempts} attempts")
-        self.resume_state.attempts[entry.url] = attempts
-        self.stats.retries += 1
-        return RetryDecision(True, self.retry.backoff(attempts), f"internal:{name}")
+        return decision
 
     def _dns_failed(self, lease: Lease, failure: DNSFailure) -> None:
         """A temporary failure puts the URL back until the resolver's backoff has passed; a definitive

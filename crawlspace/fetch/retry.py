@@ -51,7 +51,11 @@ class RetryPolicy:
         transient = result.outcome.is_transient or result.status in self.statuses or invited
         if not transient:
             return RetryDecision(False, retry_after)
-        reason = str(result.status or result.outcome)
+        return self.failed(str(result.status or result.outcome), attempts, retry_after)
+
+    def failed(self, reason: str, attempts: int, retry_after: float | None = None) -> RetryDecision:
+        """After the `attempts`-th failed attempt: again after the backoff (or the server's `retry_after`,
+        the longer), or given up once `max_retries` retries were made."""
         if attempts > self.max_retries:
             return RetryDecision(False, retry_after, f"{reason}: gave up after {attempts} attempts")
         return RetryDecision(True, max(self.backoff(attempts), retry_after or 0.0), reason)
