@@ -376,7 +376,6 @@ class ParallelCrawl:
             self._stop_reason = self.termination = "worker-failed"
         published = time.monotonic()
         previous: dict[int, ProbeAnswer] | None = None
-        round_number = 0
         try:
             while any(process.is_alive() for process in workers):
                 if self._stop_reason is None and (
@@ -386,11 +385,10 @@ class ParallelCrawl:
                 if self._stop_reason is None and self._stop_requested:
                     self._stop_all("stopped")
                 if self._stop_reason is None:
-                    round_number += 1
-                    self.probe_rounds = round_number
-                    self._broadcast(["probe", round_number])
+                    self.probe_rounds += 1
+                    self._broadcast(["probe", self.probe_rounds])
                 # the round just sent is the first to reflect a notice that came during the one before
-                noticed = self._idle_noticed_in >= round_number - 1
+                noticed = self._idle_noticed_in >= self.probe_rounds - 1
                 hurry = self._all_idle or noticed or self._stop_reason is not None or not self._handed_over
                 until_report = self.config.progress_interval - (time.monotonic() - published)
                 self._attention.clear()
@@ -405,14 +403,14 @@ class ParallelCrawl:
                 if self.reports and time.monotonic() - published >= self.config.progress_interval - PROBE_INTERVAL:
                     self.telemetry.publish(self._merged_report())
                     published = time.monotonic()
-                answers = {k: a for k, a in probes.pop(round_number, {}).items() if k not in self._drained}
+                answers = {k: a for k, a in probes.pop(self.probe_rounds, {}).items() if k not in self._drained}
                 expected = len(channels) - len(self._drained)
                 if self._stop_reason is None and len(answers) == expected and self._handed_over:
                     if crawl_over(previous, answers, expected):
                         self._stop_all("frontier-empty")
                     previous = answers if settled(answers) else None
                     self._all_idle = all(answer.idle for answer in answers.values())  # the end needs every one idle
-                for old in [number for number in probes if number < round_number]:
+                for old in [number for number in probes if number < self.probe_rounds]:
                     del probes[old]
             # the partitions' last Snapshots are sent just before they end: read what is left of them
             await asyncio.wait(listeners, timeout=PROBE_INTERVAL * 10)
