@@ -24,32 +24,7 @@ from statistics import median
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import OUT, REPO, Nginx, prepare_web
-
-
-def descendants(root: int) -> list[int]:
-    """`root` and every process below it, parents first."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as handle:
-                    parents[int(entry)] = int(handle.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    members = [root]
-    for member in members:
-        members.extend(sorted(pid for pid, parent in parents.items() if parent == member))
-    return members
-
-
-def cpu_ticks(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    except (OSError, IndexError, ValueError):
-        return 0
+from run import OUT, REPO, Nginx, descendants, prepare_web, process_table
 
 
 def measure(python: str, checkout: Path, args: argparse.Namespace, seeds: Path, hosts: Path) -> list[float]:
@@ -64,15 +39,15 @@ def measure(python: str, checkout: Path, args: argparse.Namespace, seeds: Path, 
     crawl = subprocess.Popen(command, cwd=checkout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(args.settle)
-        members = descendants(crawl.pid)
-        before = {pid: cpu_ticks(pid) for pid in members}
+        before = process_table()
+        members = descendants(crawl.pid, before)
         time.sleep(args.window)
-        after = {pid: cpu_ticks(pid) for pid in members}
+        after = process_table()
     finally:
         crawl.send_signal(signal.SIGINT)  # a clean stop: the checkpoint is written, nothing else measured
         crawl.wait(60)
     tick = os.sysconf("SC_CLK_TCK")
-    return [1000 * (after[pid] - before[pid]) / tick / args.window for pid in members]
+    return [1000 * (after.get(pid, before[pid])[1] - before[pid][1]) / tick / args.window for pid in members]
 
 
 def main() -> None:

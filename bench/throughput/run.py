@@ -70,29 +70,41 @@ class Sample:
     requests: int  # lines nginx has logged so far (buffered: up to a second late)
 
 
-def tree_usage(root: int) -> tuple[int, int, float]:
-    """Memory and CPU of `root` and all its descendants, from /proc: summed RSS, summed PSS (each shared
-    page divided among the processes sharing it: forked workers share their parent's pages, which
-    summed RSS counts once per process), and CPU seconds (user + system, reaped children included)."""
-    parents: dict[int, int] = {}
-    ticks: dict[int, int] = {}
+def process_table() -> dict[int, tuple[int, int, int]]:
+    """Every process, from /proc: pid -> (parent pid, its own CPU ticks, the ticks of the children it reaped)."""
+    table: dict[int, tuple[int, int, int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat", "rb") as handle:
                     fields = handle.read().rsplit(b")", 1)[1].split()
-                parents[int(entry)] = int(fields[1])
-                ticks[int(entry)] = sum(int(value) for value in fields[11:15])
+                table[int(entry)] = (
+                    int(fields[1]),
+                    int(fields[11]) + int(fields[12]),
+                    int(fields[13]) + int(fields[14]),
+                )
             except (OSError, IndexError, ValueError):
                 continue
-    members = {root}
-    changed = True
-    while changed:
-        changed = False
-        for pid, parent in parents.items():
-            if parent in members and pid not in members:
-                members.add(pid)
-                changed = True
+    return table
+
+
+def descendants(root: int, table: dict[int, tuple[int, int, int]]) -> list[int]:
+    """`root` and every process below it in `table`, parents first."""
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    members = [root]
+    for member in members:
+        members.extend(sorted(children.get(member, [])))
+    return members
+
+
+def tree_usage(root: int) -> tuple[int, int, float]:
+    """Memory and CPU of `root` and all its descendants, from /proc: summed RSS, summed PSS (each shared
+    page divided among the processes sharing it: forked workers share their parent's pages, which
+    summed RSS counts once per process), and CPU seconds (user + system, reaped children included)."""
+    table = process_table()
+    members = descendants(root, table)
     rss = pss = 0
     for pid in members:
         try:
@@ -102,7 +114,7 @@ def tree_usage(root: int) -> tuple[int, int, float]:
                 pss += next(int(line.split()[1]) * 1024 for line in handle if line.startswith("Pss:"))
         except (OSError, IndexError, ValueError, StopIteration):
             continue
-    cpu = sum(ticks.get(pid, 0) for pid in members) / os.sysconf("SC_CLK_TCK")
+    cpu = sum(sum(table[pid][1:]) for pid in members if pid in table) / os.sysconf("SC_CLK_TCK")
     return rss, pss, cpu
 
 
