@@ -270,8 +270,9 @@ class CrawlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     seen_cache_bytes: Annotated[
         int,
         _doc(
-            "Memory for the cache of recent and popular URL fingerprints in front of the disk-resident URL set "
-            "(8.25 bytes per fingerprint), shared by the crawl's processes; 0 disables it.",
+            "Memory for the caches of URL fingerprints that drop repeated links before the disk-resident URL set "
+            "(8.25 bytes per fingerprint): half for the recent and popular URLs of the set, half for the URLs "
+            "submitted recently; shared by the crawl's processes; 0 disables them.",
             ge=0,
             le=1 << 40,
         ),

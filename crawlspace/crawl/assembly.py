@@ -211,7 +211,7 @@ def assemble(
         robots_log=RobotsLog(robots_dir, ttl=config.robots_ttl),
         urlset=UrlSet.open(
             seen_dir / "urls",
-            cache_bytes=config.seen_cache_bytes // partitions,  # the crawl's budget, shared
+            cache_bytes=config.seen_cache_bytes // partitions // 2,  # the crawl's budget, shared (half for links.py's)
             buffer_urls=config.seen_buffer_urls,
             reset=not resume,
             scheme=url_fingerprints,
@@ -291,6 +291,7 @@ def stages(
         ledger=ledger,
         stats=stats,
         sitemap_max_files=config.sitemap_max_files,
+        recent_cache_bytes=config.seen_cache_bytes // (2 * (peers.partitions if peers is not None else 1)),
         wake=wake,
         send_batches=send_batches,
         send_soon=send_soon,

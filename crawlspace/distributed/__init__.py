@@ -4,7 +4,8 @@ Every host has one owner among the N partitions of a crawl (`assignment`: modulo
 rendezvous hashing for a cluster that resizes); only the owner fetches the host's URLs, so
 politeness, robots.txt and the URL-seen test of a host stay local to one process. A partition
 that finds a URL of another partition's host sends it there in batches (`router` and `splitter`),
-before duplicate elimination (IIR exercise 20.2): the owner's URL set decides. Batches are
+before duplicate elimination (IIR exercise 20.2): the owner's URL set decides (a URL the sender
+sent recently is not sent again: crawl.links drops repeats before the splitter). Batches are
 delivered at least once: the sender journals each batch and forgets it only when the owner
 acknowledges having journaled its URLs; after a crash the unacknowledged batches are sent again,
 and the owner's URL set drops the repeats. Exact-duplicate content is partitioned by fingerprint

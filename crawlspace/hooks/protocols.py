@@ -129,9 +129,10 @@ class PageProcessor(Protocol):
 class UrlFilter(Protocol):
     """Decides whether a discovered URL may enter the frontier, after the built-in filters accepted it.
 
-    Called for every link, redirect target, seed and `Follow` before duplicate elimination, so the
-    same URL may be asked about more than once: answer from the URL (and its depth), quickly, and
-    the same way each time. `entry.url` is normalized; `entry.depth` counts link hops from a seed,
+    Called for every link, redirect target, seed and `Follow` before duplicate elimination (a link
+    the crawl knows it submitted recently is dropped as a repeat before the filters), so the same
+    URL may be asked about more than once: answer from the URL (and its depth), quickly, and the
+    same way each time. `entry.url` is normalized; `entry.depth` counts link hops from a seed,
     `entry.hops` redirect hops.
 
     Return True to accept, False to reject (counted under the filter's name in stats.json

@@ -318,12 +318,31 @@ class UrlSet(Generic[T]):
         """Queue one URL; False if the cache already knows it (then it is dropped at once)."""
         return self.submit_many(np.array([fingerprint], np.uint64), [item]) == 1
 
-    def submit_many(self, fingerprints: Sequence[int] | FpArray, items: Sequence[T]) -> int:
-        """Queue URLs (fingerprint i belongs to item i); returns how many were buffered, not cache hits."""
+    def known(self, fingerprints: FpArray) -> BoolArray:
+        """True where the cache knows the fingerprint: a submission of it would be dropped at once.
+
+        Counted as submitted and answered by the cache, so that a caller may skip the work it
+        would do before submitting such a URL (the filter, the journal line) and submit only the
+        others, with `probed=True`."""
+        hit = self.cache.probe(fingerprints)
+        hits = int(hit.sum())
+        self.submitted += hits
+        self.cache_hits += hits
+        return hit
+
+    def submit_many(
+        self, fingerprints: Sequence[int] | FpArray, items: Sequence[T], *, probed: bool = False
+    ) -> int:
+        """Queue URLs (fingerprint i belongs to item i); returns how many were buffered, not cache hits.
+        `probed`: `known` said no to each of them since the last drain, so the cache is not asked again."""
         values = np.asarray(fingerprints, dtype=np.uint64)
         if values.ndim != 1 or values.size != len(items):
             raise ValueError(f"{values.size} fingerprints for {len(items)} items")
         self.submitted += int(values.size)
+        if probed:
+            self._fingerprints.append(values.copy())
+            self._items.extend(items)
+            return int(values.size)
         hit = self.cache.probe(values)
         hits = int(hit.sum())
         self.cache_hits += hits
