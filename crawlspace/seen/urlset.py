@@ -330,9 +330,7 @@ class UrlSet(Generic[T]):
         self.cache_hits += hits
         return hit
 
-    def submit_many(
-        self, fingerprints: Sequence[int] | FpArray, items: Sequence[T], *, probed: bool = False
-    ) -> int:
+    def submit_many(self, fingerprints: Sequence[int] | FpArray, items: Sequence[T], *, probed: bool = False) -> int:
         """Queue URLs (fingerprint i belongs to item i); returns how many were buffered, not cache hits.
         `probed`: `known` said no to each of them since the last drain, so the cache is not asked again."""
         values = np.asarray(fingerprints, dtype=np.uint64)
