@@ -10,11 +10,11 @@ pass the admission guards (per-host budgets, trap defences) and enter the fronti
 order. Who drains it: the frontier, when the engine leases.
 
 Most links of a page are repeats (its site's navigation, sidebar and footer: 9 in 10 on the
-benchmark's web), so a URL this partition submitted recently, or one its URL set's cache knows,
-is dropped first, before the filter, the host splitter and the journal: it passed them when it
-was first submitted, and the URL set it went to would drop it again. The recent submissions are
-a `FingerprintCache` of its own, filled as URLs are submitted (the URL set's cache learns a URL
-only at the drain after it, and never learns the URLs sent to other partitions).
+benchmark's web), so a URL this partition submitted recently is dropped first, before the filter,
+the host splitter and the journal: it passed them when it was first submitted, and the URL set
+it went to would drop it again. The recent submissions are a table of their own
+(`RecentFingerprints`), filled as URLs are submitted: the URL set's cache learns a URL only at
+the drain after it, and never learns the URLs sent to other partitions.
 
 Every step that changes durable state is told to the ledger as it happens (S, N, A lines);
 sitemap files bypass the filter (the site owner named them) but not the URL-seen test.
@@ -32,7 +32,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from crawlspace.crawl.ledger import Ledger
 from crawlspace.crawl.telemetry import CrawlStats
@@ -42,7 +41,7 @@ from crawlspace.hooks.runtime import Extensions
 from crawlspace.policies import Outlink, PageContent
 from crawlspace.policies.base import OrderingPolicy
 from crawlspace.seen import RunStore, UrlSet
-from crawlspace.seen.urlset import FingerprintCache
+from crawlspace.seen.urlset import RecentFingerprints
 from crawlspace.urls import InvalidURL, Normalizer, host_of, join, normalize, origin_of
 from crawlspace.urls.filter import Reason, UrlFilter
 
@@ -86,7 +85,7 @@ class LinkPipeline:
         self.policy = policy
         self.urlset = urlset
         self._fingerprint = urlset.scheme.function  # as the URL set's directory records
-        self._recent = FingerprintCache(recent_cache_bytes)  # fingerprints submitted here (see the module docstring)
+        self._recent = RecentFingerprints(recent_cache_bytes)  # submitted here (see the module docstring)
         self.pinned_urls = pinned_urls
         self.frontier = frontier
         self.router = router
@@ -172,7 +171,7 @@ class LinkPipeline:
         outlinks: list[Outlink] = []
         observe = source is not None and self._observes_pages
         all_fingerprints = [self._fingerprint(entry.url) for entry in entries]
-        known = self._known(np.array(all_fingerprints, np.uint64)).tolist()
+        known = self._recent.probe(np.array(all_fingerprints, np.uint64)).tolist()
         for index, entry in enumerate(entries):
             if not known[index]:
                 reason = self.url_filter.rejection(entry) or self.extensions.rejection(entry)
@@ -215,7 +214,7 @@ class LinkPipeline:
         """Into the URL-seen buffer, after the host splitter (`route=False`: a batch another partition
         sent here, already routed); what is known already is dropped first."""
         fingerprints = np.array([self._fingerprint(entry.url) for entry in entries], np.uint64)
-        known = self._known(fingerprints)
+        known = self._recent.probe(fingerprints)
         self.stats.duplicate_urls += int(known.sum())
         if known.any():
             unknown = np.flatnonzero(~known).tolist()
@@ -223,12 +222,8 @@ class LinkPipeline:
             fingerprints = fingerprints[unknown]
         self._submit_unknown(entries, fingerprints.tolist(), route=route)
 
-    def _known(self, fingerprints: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
-        """Submitted here recently, or in the URL set's cache: either way, a repeat."""
-        return self._recent.probe(fingerprints) | self.urlset.known(fingerprints)
-
     def _submit_unknown(self, entries: list[FrontierEntry], fingerprints: list[int], *, route: bool = True) -> None:
-        """`submit` of entries `_known` said no to (`fingerprints` are theirs)."""
+        """`submit` of entries not submitted recently (`fingerprints` are theirs)."""
         if not entries:
             return
         self._recent.insert(np.array(fingerprints, np.uint64))
@@ -241,7 +236,8 @@ class LinkPipeline:
             if len(mine) < len(entries):
                 entries, fingerprints = mine, [self._fingerprint(entry.url) for entry in mine]
         self.ledger.submitted(entries)
-        self.urlset.submit_many(fingerprints, entries, probed=True)
+        buffered = self.urlset.submit_many(fingerprints, entries)
+        self.stats.duplicate_urls += len(entries) - buffered  # known to the URL set's cache
         if self.urlset.full:
             self.drain()
 
