@@ -44,6 +44,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+import msgspec
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawlspace.urls import InvalidURL, join
@@ -111,8 +112,10 @@ _LABELS = {
 }
 
 
-@dataclass(slots=True, frozen=True)
-class Link:
+class Link(msgspec.Struct, frozen=True, gc=False):
+    """A link as found (a page has dozens: a Struct is built in C, a frozen dataclass sets each field
+    through object.__setattr__)."""
+
     url: str
     anchor_text: str
     nofollow: bool
