@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
@@ -313,7 +313,9 @@ def _collapsed_prefix(text: str, limit: int) -> str:
 
 
 def _anchor_text(node: LexborNode) -> str:
-    text = _collapsed_prefix(node.text(deep=True), MAX_ANCHOR_CHARS)
+    raw = node.text(deep=True)
+    # most anchor texts are a few words: collapsed whole, without _collapsed_prefix's windows
+    text = " ".join(raw.split()) if len(raw) <= MAX_ANCHOR_CHARS else _collapsed_prefix(raw, MAX_ANCHOR_CHARS)
     if not text:
         image = node.css_first("img[alt]")
         if image is not None:
@@ -428,7 +430,8 @@ def _add_links(tree: LexborHTMLParser, page: ParsedPage, max_links: int, canonic
     for node in tree.css(_LINK_SELECTOR):
         attributes = node.attributes
         tag = node.tag or ""
-        rel = (attributes.get("rel") or "").lower().split()
+        rel_value = attributes.get("rel")
+        rel: Sequence[str] = rel_value.lower().split() if rel_value else ()
         if tag == "link":
             if "canonical" in rel and canonical_href is None:
                 canonical_href = attributes.get("href") or ""
