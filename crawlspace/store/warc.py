@@ -40,7 +40,6 @@ import os
 import re
 import socket
 import typing
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -61,6 +60,7 @@ _DROPPED_RESPONSE_HEADERS = frozenset({"transfer-encoding"})
 _GZIP_WBITS = 31
 _GZIP_ERROR = typing.cast(type[Exception], isal_zlib.error)  # the stub types it as an instance
 _READ_CHUNK = 1 << 20
+_WRITEV_PARTS = min(os.sysconf("SC_IOV_MAX"), 1024)
 _FILE_NAME = re.compile(r"^(?P<prefix>.+)-(?P<stamp>\d{20})-(?P<serial>\d{5,})-(?P<pid>\d+)~(?P<host>[^/]+)\.warc\.gz$")
 
 
@@ -81,27 +81,60 @@ def sha1_digest(*parts: Payload) -> str:
     return "sha1:" + "".join([_B32_PAIRS[(number >> shift) & 1023] for shift in range(150, -1, -10)])
 
 
+class _DateCache:
+    """The last timestamp spelled, and its spelling: an exchange's fetch start is spelled twice,
+    for its records' WARC-Date and for its metadata's fetch-time."""
+
+    __slots__ = ("timestamp", "text")
+
+    def __init__(self) -> None:
+        self.timestamp = -1.0
+        self.text = ""
+
+
+_LAST_DATE = _DateCache()
+
+
 def warc_date(timestamp: float) -> str:
-    """WARC/1.1 date with microseconds (ISO 8601, UTC)."""
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """WARC/1.1 date with microseconds (ISO 8601, UTC); `isoformat` is twice as fast as `strftime`."""
+    last = _LAST_DATE
+    if timestamp != last.timestamp:
+        last.text = datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+        last.timestamp = timestamp
+    return last.text
+
+
+_VERSION_4 = bytes((byte & 0x0F) | 0x40 for byte in range(256))
+_RFC_4122_VARIANT = bytes((byte & 0x3F) | 0x80 for byte in range(256))
+
+
+def _uuid4_ids(random: bytes) -> list[str]:
+    """The record ids (`<urn:uuid:...>`, version 4) of each 16 bytes of `random`, spelled as
+    `uuid.UUID(bytes=..., version=4)` spells them but without an object per id: the version and
+    variant bits are set for the whole pool by two translations, and the pool is spelled in hex once."""
+    pool = bytearray(random)
+    pool[6::16] = pool[6::16].translate(_VERSION_4)
+    pool[8::16] = pool[8::16].translate(_RFC_4122_VARIANT)
+    text = pool.hex()
+    return [
+        f"<urn:uuid:{text[at : at + 8]}-{text[at + 8 : at + 12]}-{text[at + 12 : at + 16]}"
+        f"-{text[at + 16 : at + 20]}-{text[at + 20 : at + 32]}>"
+        for at in range(0, len(text), 32)
+    ]
 
 
 class _RecordIds:
-    """Random (version 4) record ids drawn from one urandom call per 256 ids instead of one each."""
+    """Random (version 4) record ids made 256 at a time from one urandom call."""
 
-    __slots__ = ("_pool", "_position")
+    __slots__ = ("_ids",)
 
     def __init__(self) -> None:
-        self._pool = b""
-        self._position = 0
+        self._ids: list[str] = []
 
     def __call__(self) -> str:
-        if self._position >= len(self._pool):
-            self._pool = os.urandom(16 * 256)
-            self._position = 0
-        raw = self._pool[self._position : self._position + 16]
-        self._position += 16
-        return f"<urn:uuid:{uuid.UUID(bytes=raw, version=4)}>"
+        if not self._ids:
+            self._ids = _uuid4_ids(os.urandom(16 * 256))
+        return self._ids.pop()
 
 
 def _clean(value: str) -> str:
@@ -308,13 +341,15 @@ class WarcWriter:
         return _Member(parts, sum(len(part) for part in parts))
 
     def _append(self, current: _OpenFile, members: list[_Member]) -> None:
-        """Write the members in one write call (more only if the system takes less at once)."""
+        """Write the members in one gathering write call, without joining them first (more calls
+        only if the system takes less at once, or for more parts than one call may gather)."""
         parts = [part for member in members for part in member.parts]
-        view = memoryview(parts[0] if len(parts) == 1 else b"".join(parts))
-        while view:
-            written = os.write(current.fd, view)
-            view = view[written:]
         size = sum(member.size for member in members)
+        written = os.writev(current.fd, parts) if len(parts) <= _WRITEV_PARTS else 0
+        if written < size:
+            view = memoryview(b"".join(parts))[written:]
+            while view:
+                view = view[os.write(current.fd, view) :]
         current.size += size
         self.bytes_written += size
 
