@@ -305,7 +305,7 @@ class PageStore:
             cells.append(("title", "", page.title))
             if self.options.store_text:
                 cells.append(("content", "text", page.text))
-            cells.append(("content", "outlinks", [list(pair) for pair in outlinks]))
+            cells.append(("content", "outlinks", outlinks))  # (target, text, nofollow): msgpack arrays, as lists are
         if previous.in_table:
             for family, qualifier, _ in cells:
                 self.table.trim(key, family, qualifier=qualifier, keep=self.table.max_versions[family] - 1)
