@@ -446,7 +446,31 @@ class CrawlTable:
         """Delete the versions of a cell beyond `keep` (default: the family's limit); returns how many."""
         limit = self.max_versions[family] if keep is None else keep
         prefix = self._cell_prefix(self._row(url), family, self._qualifier_key(family, qualifier))
+        stale = self._stale(self._committed(), prefix, limit)
+        for key in stale:
+            self._batch.delete(key)
+        self._pending += len(stale)
+        return len(stale)
+
+    def trim_anchors(self, source_key: str, target_keys: Sequence[str], keep: int) -> int:
+        """`trim` of the anchor cells from one linking page (its row key) on the rows of its targets
+        (row keys): a refetched page's links, whose keys its store has made already; returns how many."""
+        self._check_writable()
+        middle = b"\x00" + _FAMILY_BYTES["anchor"] + _check_part(source_key, "qualifier") + b"\x00"
         cursor = self._committed()
+        delete = self._batch.delete
+        count = 0
+        for target_key in target_keys:
+            stale = self._stale(cursor, _check_part(target_key, "row key") + middle, keep)
+            for key in stale:
+                delete(key)
+            count += len(stale)
+        self._pending += count
+        return count
+
+    @staticmethod
+    def _stale(cursor: rocksdict.RdictIter, prefix: bytes, keep: int) -> list[bytes]:
+        """The keys of the versions of the cell `prefix` beyond the newest `keep` (from `_committed`)."""
         cursor.seek(prefix)
         stale = []
         number = 0
@@ -454,14 +478,11 @@ class CrawlTable:
             key = cursor.key()
             if not key.startswith(prefix):
                 break
-            if number >= limit:
+            if number >= keep:
                 stale.append(key)
             number += 1
             cursor.next()
-        for key in stale:
-            self._batch.delete(key)
-        self._pending += len(stale)
-        return len(stale)
+        return stale
 
     @property
     def pending(self) -> int:

@@ -326,16 +326,15 @@ class PageStore:
         self, source: str, source_key: str, outlinks: list[tuple[str, str, bool]], previous: _Previous, now: float
     ) -> None:
         table = self.table
+        keys = [row_key(target) for target, _, _ in outlinks]
         linked_before = set(previous.outlinks)
         if linked_before:
             still = {target for target, _, _ in outlinks}
             for gone in linked_before - still:
                 table.delete(gone, "anchor", qualifier=source)
-            keep = table.max_versions["anchor"] - 1
-            for target, _, _ in outlinks:
-                if target in linked_before:
-                    table.trim(target, "anchor", qualifier=source, keep=keep)
-        table.put_anchors(source_key, [(row_key(target), text) for target, text, _ in outlinks], now)
+            again = [key for key, (target, _, _) in zip(keys, outlinks) if target in linked_before]
+            table.trim_anchors(source_key, again, table.max_versions["anchor"] - 1)
+        table.put_anchors(source_key, [(key, text) for key, (_, text, _) in zip(keys, outlinks)], now)
         self.stats.anchors += len(outlinks)
 
     # -- durability --------------------------------------------------------------------------

@@ -315,3 +315,26 @@ def test_point_reads_see_each_commit_and_no_uncommitted_write(table: CrawlTable)
     row = table.get(url, versions=None)
     assert row is not None and [cell.value for cell in row.cells] == ["three"]
     assert table.latest("http://a.test/o", [("title", "")]) == {}  # the seek lands on the next row, not this one
+
+
+def test_trim_anchors_trims_as_trim_does_per_target(tmp_path: Path) -> None:
+    source = "http://source.test/page"
+    targets = [f"http://t{number}.test/" for number in range(6)]
+    tables = [CrawlTable(tmp_path / name, max_versions={"anchor": 5}) for name in ("each", "batched")]
+    for table in tables:
+        for number, target in enumerate(targets):
+            for version in range(number):
+                table.put(target, "anchor", f"v{version}", qualifier=source, timestamp=10.0 + version)
+            table.put(target, "anchor", "other source", qualifier="http://other.test/", timestamp=1.0)
+        table.commit()
+    each, batched = tables
+    trimmed = sum(each.trim(target, "anchor", qualifier=source, keep=2) for target in targets[1:])
+    assert batched.trim_anchors(row_key(source), [row_key(target) for target in targets[1:]], 2) == trimmed == 6
+    for table in tables:
+        table.commit()
+    for target in targets:
+        rows = [table.get(target, family="anchor", versions=None) for table in tables]
+        assert rows[0] == rows[1] and rows[0] is not None
+        assert len(rows[0].cells) == 1 + min(targets.index(target), 2)
+    for table in tables:
+        table.close()
