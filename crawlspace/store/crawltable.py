@@ -604,7 +604,8 @@ class CrawlTable:
                 key = cursor.key()
                 if key.startswith(prefix):
                     micros = _MAX_TS - _TS.unpack_from(key, len(key) - 8)[0]
-                    found[(family, qualifier)] = Cell(family, qualifier, micros / 1_000_000, self._decode(cursor.value()))
+                    value = self._decode(cursor.value())
+                    found[(family, qualifier)] = Cell(family, qualifier, micros / 1_000_000, value)
         return found
 
     def scan(

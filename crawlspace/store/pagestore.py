@@ -332,9 +332,9 @@ class PageStore:
             still = {target for target, _, _ in outlinks}
             for gone in linked_before - still:
                 table.delete(gone, "anchor", qualifier=source)
-            again = [key for key, (target, _, _) in zip(keys, outlinks) if target in linked_before]
+            again = [key for key, (target, _, _) in zip(keys, outlinks, strict=True) if target in linked_before]
             table.trim_anchors(source_key, again, table.max_versions["anchor"] - 1)
-        table.put_anchors(source_key, [(key, text) for key, (_, text, _) in zip(keys, outlinks)], now)
+        table.put_anchors(source_key, [(key, text) for key, (_, text, _) in zip(keys, outlinks, strict=True)], now)
         self.stats.anchors += len(outlinks)
 
     # -- durability --------------------------------------------------------------------------

@@ -85,7 +85,7 @@ class _DateCache:
     """The last timestamp spelled, and its spelling: an exchange's fetch start is spelled twice,
     for its records' WARC-Date and for its metadata's fetch-time."""
 
-    __slots__ = ("timestamp", "text")
+    __slots__ = ("text", "timestamp")
 
     def __init__(self) -> None:
         self.timestamp = -1.0

@@ -307,9 +307,7 @@ def test_point_reads_see_each_commit_and_no_uncommitted_write(table: CrawlTable)
     table.put(url, "title", "three", timestamp=3.0)
     assert table.trim(url, "title", keep=1) == 0  # trims what is committed: one version
     table.commit()
-    assert table.latest(url, [("title", ""), ("fetch", "")]) == {
-        ("title", ""): Cell("title", "", 3.0, "three")
-    }
+    assert table.latest(url, [("title", ""), ("fetch", "")]) == {("title", ""): Cell("title", "", 3.0, "three")}
     assert table.trim(url, "title", keep=1) == 2
     table.commit()
     row = table.get(url, versions=None)

@@ -98,7 +98,9 @@ def test_fast_path_agrees_with_the_general_parser(
 
 @given(
     scheme=st.sampled_from(["http", "https", "HTTP", "ftp"]),
-    host=st.one_of(hosts, st.sampled_from(["", "127.0.0.1", "[::1]", "u@a", "a:8080", "A.Example", "/a", "a?b", "a#b"])),
+    host=st.one_of(
+        hosts, st.sampled_from(["", "127.0.0.1", "[::1]", "u@a", "a:8080", "A.Example", "/a", "a?b", "a#b"])
+    ),
     path=paths,
 )
 def test_the_kept_key_starts_give_the_keys_the_general_spelling_gives(scheme: str, host: str, path: str) -> None:

@@ -441,7 +441,8 @@ def test_a_write_of_more_parts_than_one_call_gathers_is_whole(tmp_path: Path, mo
     _, captures = write_sample(tmp_path)
     (path,) = warc_files(tmp_path)
     records = list(iter_records(path))
-    assert not any(record.problem for record in records) and len(records) == 1 + 4 * 3  # warcinfo, then 4 exchanges of 3 records
+    assert not any(record.problem for record in records)
+    assert len(records) == 1 + 4 * 3  # warcinfo, then 4 exchanges of 3 records each
     assert [read_record(path, capture.offset, capture.length).headers["warc-record-id"] for capture in captures] == [
         capture.record_id for capture in captures
     ]
