@@ -125,5 +125,6 @@ def url_of(key: str) -> str:
 
 
 def is_url(text: str) -> bool:
-    """Whether `text` is an absolute URL rather than a row key (which never starts with a scheme)."""
-    return _SCHEME.match(text) is not None
+    """Whether `text` is an absolute URL rather than a row key (which never starts with a scheme); the
+    crawl's own URLs are told by their first characters, without the regular expression."""
+    return text.startswith(("http://", "https://")) or _SCHEME.match(text) is not None
