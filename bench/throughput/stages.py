@@ -4,16 +4,17 @@
 
 Renders pages of the benchmark's heavy web in process (no server), then times `parse_html`,
 `Shingler.signature` over the parser's text, `WarcWriter.write_exchange` (response, request and
-metadata records, the outlinks in the metadata) and `PageStore.record` (those records, the page's
-row and its anchor cells, a table commit every 100 pages without fsync: the store's CPU, not the
-disk's) on the same pages, one core, process CPU time; `PageStore.record` runs twice, on an empty
-table made afresh (untimed) each round, as in a first crawl, and on one that holds the pages
-already, as when a crawl fetches them again. With `--compare-with`, each stage's module is loaded
-from both checkouts (by file, under other names; the store's modules as a set, so that each
-checkout's page store writes through its own table and WARC writer) and the two are timed in
-alternation, so that load on a shared machine hits them alike; the medians of the rounds are
-printed with their ratio. What the crawl adds around these calls (the event loop, the fetch, the
-URL pipeline) is not here: run.py measures the whole.
+metadata records, the outlinks in the metadata), `page_outlinks` and `PageStore.record` (those
+records, the page's row and its anchor cells; every second page the unsynced table commit the
+engine makes before each journal write, once per turn of its event loop, and every 100 pages a
+flush without fsync: the store's CPU, not the disk's) on the same pages, one core, process CPU
+time. `PageStore.record` runs twice: on an empty table made afresh (untimed) each round, as in a
+first crawl, and on one that holds the pages already, as when a crawl fetches them again. With
+`--compare-with`, each stage's module is loaded from both checkouts (by file, under other names;
+the store's modules as a set, so that each checkout's page store writes through its own table and
+WARC writer) and the two are timed in alternation, so that load on a shared machine hits them
+alike; the medians of the rounds are printed with their ratio. What the crawl adds around these
+calls (the event loop, the fetch, the URL pipeline) is not here: run.py measures the whole.
 """
 
 from __future__ import annotations
@@ -149,7 +150,10 @@ class StoreRounds:
 
     def record(self, fetch: tuple[Any, Any]) -> None:
         result, page = fetch
-        self.store.record(result, page=page, fingerprint=next(self.fingerprints), depth=2)
+        number = next(self.fingerprints)
+        self.store.record(result, page=page, fingerprint=number, depth=2)
+        if number % 2:
+            self.store.commit_unsynced()
 
 
 def stage_functions(checkout: Path, tag: str, pages: list[tuple[str, bytes]]) -> dict[str, Stage]:
