@@ -142,12 +142,17 @@ def _clean(value: str) -> str:
     return value.replace("\r", " ").replace("\n", " ") if ("\r" in value or "\n" in value) else value
 
 
-def _warc_fields(fields: Sequence[tuple[str, str]]) -> bytes:
-    """An application/warc-fields block; a CR or LF inside a name or value cannot start a new field."""
+def _field_lines(fields: Sequence[tuple[str, str]]) -> str:
+    """`Name: value` lines, each ending in CRLF; a CR or LF inside a name or value cannot start a new field."""
     text = "".join([f"{name}: {value}\r\n" for name, value in fields])
     if text.count("\n") != len(fields) or text.count("\r") != len(fields):
         text = "".join([f"{_clean(name)}: {_clean(value)}\r\n" for name, value in fields])
-    return text.encode("utf-8")
+    return text
+
+
+def _warc_fields(fields: Sequence[tuple[str, str]]) -> bytes:
+    """An application/warc-fields block."""
+    return _field_lines(fields).encode("utf-8")
 
 
 class WarcFormatError(ValueError):
@@ -283,13 +288,15 @@ class WarcWriter:
         ]
         block = _warc_fields(fields)
         member = self._member(
-            [
-                ("WARC-Type", "warcinfo"),
-                ("WARC-Record-ID", warcinfo_id),
-                ("WARC-Date", warc_date(datetime.now(UTC).timestamp())),
-                ("WARC-Filename", name),
-                ("Content-Type", "application/warc-fields"),
-            ],
+            _field_lines(
+                [
+                    ("WARC-Type", "warcinfo"),
+                    ("WARC-Record-ID", warcinfo_id),
+                    ("WARC-Date", warc_date(datetime.now(UTC).timestamp())),
+                    ("WARC-Filename", name),
+                    ("Content-Type", "application/warc-fields"),
+                ]
+            ),
             block,
         )
         self._append(self._file, [member])
@@ -319,19 +326,14 @@ class WarcWriter:
 
     # -- records -----------------------------------------------------------------------------
 
-    def _member(self, headers: list[tuple[str, str]], *block: Payload, payload_digest: str | None = None) -> _Member:
-        """One record as a gzip member; digests are computed here unless the payload's is given."""
+    def _member(self, fields: str, *block: Payload, payload_digest: str | None = None) -> _Member:
+        """One record as a gzip member. `fields` are its header lines (`_field_lines`, spelled once per
+        exchange where records share them) but for the digests and length, which are computed here
+        unless the payload's digest is given."""
         length = sum(len(part) for part in block)
-        lines = [WARC_VERSION]
-        lines += [f"{name}: {value}" for name, value in headers]
-        if payload_digest is not None:
-            lines.append("WARC-Payload-Digest: " + payload_digest)
-        lines.append("WARC-Block-Digest: " + sha1_digest(*block))
-        lines.append(f"Content-Length: {length}\r\n\r\n")
-        head = "\r\n".join(lines)
-        if head.count("\n") != len(lines) + 1 or head.count("\r") != len(lines) + 1:  # a value held CR or LF
-            lines[1 : len(headers) + 1] = [f"{name}: {_clean(value)}" for name, value in headers]
-            head = "\r\n".join(lines)
+        digests = "" if payload_digest is None else f"WARC-Payload-Digest: {payload_digest}\r\n"
+        digests += f"WARC-Block-Digest: {sha1_digest(*block)}\r\n"
+        head = f"{WARC_VERSION}\r\n{fields}{digests}Content-Length: {length}\r\n\r\n"
         compressor = isal_zlib.compressobj(self.compression_level, isal_zlib.DEFLATED, _GZIP_WBITS)
         parts = [compressor.compress(head.encode())]
         parts += [compressor.compress(part) for payload in block for part in payload_parts(payload)]
@@ -353,52 +355,37 @@ class WarcWriter:
         current.size += size
         self.bytes_written += size
 
-    def _common(self, current: _OpenFile, result: FetchResult, date: str) -> list[tuple[str, str]]:
+    @staticmethod
+    def _common(current: _OpenFile, result: FetchResult, date: str) -> str:
+        """The header lines that every record of an exchange has (after its type and id)."""
         headers = [("WARC-Date", date), ("WARC-Target-URI", result.url)]
         if result.address:
             headers.append(("WARC-IP-Address", result.address))
         headers.append(("WARC-Warcinfo-ID", current.warcinfo_id))
-        return headers
+        return _field_lines(headers)
 
     def _write_group(
         self,
         current: _OpenFile,
         result: FetchResult,
-        date: str,
+        common: str,
         main_id: str,
         main: _Member,
         metadata: Sequence[tuple[str, str]] | None,
     ) -> int:
-        """Write the main record with its request (and metadata) in one call; returns the main record's offset."""
-        common = self._common(current, result, date)
+        """Write the main record with its request (and metadata) in one call; returns the main record's offset.
+
+        The records' own ids are the only header values not spelled already (in `common`), and they
+        hold no CR or LF, so their lines are spelled here directly."""
         members = [main]
         if result.request_headers or result.status:
-            members.append(
-                self._member(
-                    [
-                        ("WARC-Type", "request"),
-                        ("WARC-Record-ID", self._new_id()),
-                        *common,
-                        ("WARC-Concurrent-To", main_id),
-                        ("Content-Type", "application/http;msgtype=request"),
-                    ],
-                    _request_head(result),
-                )
-            )
+            fields = f"WARC-Type: request\r\nWARC-Record-ID: {self._new_id()}\r\n{common}"
+            fields += f"WARC-Concurrent-To: {main_id}\r\nContent-Type: application/http;msgtype=request\r\n"
+            members.append(self._member(fields, _request_head(result)))
         if metadata:
-            block = _warc_fields(metadata)
-            members.append(
-                self._member(
-                    [
-                        ("WARC-Type", "metadata"),
-                        ("WARC-Record-ID", self._new_id()),
-                        *common,
-                        ("WARC-Concurrent-To", main_id),
-                        ("Content-Type", "application/warc-fields"),
-                    ],
-                    block,
-                )
-            )
+            fields = f"WARC-Type: metadata\r\nWARC-Record-ID: {self._new_id()}\r\n{common}"
+            fields += f"WARC-Concurrent-To: {main_id}\r\nContent-Type: application/warc-fields\r\n"
+            members.append(self._member(fields, _warc_fields(metadata)))
         offset = current.size
         self._append(current, members)
         self.records_written += len(members)
@@ -411,16 +398,13 @@ class WarcWriter:
         response_id = self._new_id()
         head = _response_head(result)
         payload_digest = sha1_digest(result.body)
-        headers = [
-            ("WARC-Type", "response"),
-            ("WARC-Record-ID", response_id),
-            *self._common(current, result, date),
-            ("Content-Type", "application/http;msgtype=response"),
-        ]
+        common = self._common(current, result, date)
+        fields = f"WARC-Type: response\r\nWARC-Record-ID: {response_id}\r\n{common}"
+        fields += "Content-Type: application/http;msgtype=response\r\n"
         if result.truncated:  # why the body is incomplete: length, time or disconnect
-            headers.append(("WARC-Truncated", str(result.truncated)))
-        response = self._member(headers, head, result.body, payload_digest=payload_digest)
-        offset = self._write_group(current, result, date, response_id, response, metadata)
+            fields += _field_lines([("WARC-Truncated", str(result.truncated))])
+        response = self._member(fields, head, result.body, payload_digest=payload_digest)
+        offset = self._write_group(current, result, common, response_id, response, metadata)
         current.entries.append(
             CdxjEntry.for_capture(
                 result.url,
@@ -459,18 +443,19 @@ class WarcWriter:
         payload_digest = original.payload_digest if not_modified and original is not None else sha1_digest(result.body)
         if original is not None and payload_digest != original.payload_digest:
             raise ValueError(f"revisit of {result.url}: payload digest differs from the original's")
-        headers = [
-            ("WARC-Type", "revisit"),
-            ("WARC-Record-ID", revisit_id),
-            *self._common(current, result, date),
-            ("WARC-Profile", NOT_MODIFIED_PROFILE if not_modified else REVISIT_PROFILE),
-            *([("WARC-Refers-To", original.record_id)] if original is not None else []),
-            ("WARC-Refers-To-Target-URI", original_url),
-            ("WARC-Refers-To-Date", original_date),
-            ("Content-Type", "application/http;msgtype=response"),
-        ]
-        member = self._member(headers, _response_head(result), payload_digest=payload_digest)
-        offset = self._write_group(current, result, date, revisit_id, member, metadata)
+        common = self._common(current, result, date)
+        fields = f"WARC-Type: revisit\r\nWARC-Record-ID: {revisit_id}\r\n{common}"
+        fields += _field_lines(
+            [
+                ("WARC-Profile", NOT_MODIFIED_PROFILE if not_modified else REVISIT_PROFILE),
+                *([("WARC-Refers-To", original.record_id)] if original is not None else []),
+                ("WARC-Refers-To-Target-URI", original_url),
+                ("WARC-Refers-To-Date", original_date),
+                ("Content-Type", "application/http;msgtype=response"),
+            ]
+        )
+        member = self._member(fields, _response_head(result), payload_digest=payload_digest)
+        offset = self._write_group(current, result, common, revisit_id, member, metadata)
         current.entries.append(
             CdxjEntry.for_capture(
                 result.url,
