@@ -217,7 +217,7 @@ def fetch_metadata(
         ("outcome", str(result.outcome)),
     ]
     fields.extend(extra)
-    fields.extend(("outlink", url) for url in outlinks)
+    fields += [("outlink", url) for url in outlinks]
     return fields
 
 
