@@ -14,10 +14,11 @@ core, medians of 3), in pages per CPU-second and bytes per page:
 so only ISA-L leaves room for the 3,000 pages/s the whole store must sustain on one core, for 8%
 more bytes than zlib 6 (zlib level 1 compresses less than isal level 1, at a third of its speed).
 Serializing headers by hand costs microseconds (digests and record ids included), and each
-exchange goes to disk in one `write` call, so a crash can tear only the last exchange. A body is
-read and compressed in parts (a spilled one from its file, `crawlspace.fetch.body`), and the
-compressed parts are joined once, for that write: a 10 MiB page costs its compressed size in
-memory here (twice, while they are joined), not one copy of the body and three of its compression.
+exchange goes to disk in one (gathering) `writev` call, so a crash can tear only the last exchange.
+A body is read and compressed in parts (a spilled one from its file, `crawlspace.fetch.body`), and
+the compressed parts are handed to that call as they are: a 10 MiB page costs its compressed size
+in memory here (twice only where they must be joined: more parts than one call gathers, or a
+partial write), not one copy of the body and three of its compression.
 
 Layout and invariants:
 - every file starts with a `warcinfo` record, and every other record names it (WARC-Warcinfo-ID);
