@@ -3,18 +3,25 @@
     .venv/bin/python bench/throughput/stages.py [--compare-with /path/to/other/checkout] [--pages 300]
 
 Renders pages of the benchmark's heavy web in process (no server), then times `parse_html`,
-`Shingler.signature` over the parser's text and `WarcWriter.write_exchange` (response, request and
-metadata records, the outlinks in the metadata) on the same pages, one core, process CPU time. With
-`--compare-with`, each stage's module is loaded from both checkouts (by file, under other names) and
-the two are timed in alternation, so that load on a shared machine hits them alike; the medians of
-the rounds are printed with their ratio. What the crawl adds around these calls (the event loop,
-the fetch, the URL pipeline, the crawl table) is not here: run.py measures the whole.
+`Shingler.signature` over the parser's text, `WarcWriter.write_exchange` (response, request and
+metadata records, the outlinks in the metadata), `page_outlinks` and `PageStore.record` (those
+records, the page's row and its anchor cells; every second page the unsynced table commit the
+engine makes before each journal write, once per turn of its event loop, and every 100 pages a
+flush without fsync: the store's CPU, not the disk's) on the same pages, one core, process CPU
+time. `PageStore.record` runs twice: on an empty table made afresh (untimed) each round, as in a
+first crawl, and on one that holds the pages already, as when a crawl fetches them again. With
+`--compare-with`, each stage's module is loaded from both checkouts (by file, under other names;
+the store's modules as a set, so that each checkout's page store writes through its own table and
+WARC writer) and the two are timed in alternation, so that load on a shared machine hits them
+alike; the medians of the rounds are printed with their ratio. What the crawl adds around these
+calls (the event loop, the fetch, the URL pipeline) is not here: run.py measures the whole.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import sys
 import tempfile
 import time
@@ -54,6 +61,33 @@ def load(checkout: Path, module: str, alias: str) -> ModuleType:
     return loaded
 
 
+STORE_MODULES = [
+    "crawlspace.store.rowkey",
+    "crawlspace.store.cdxj",
+    "crawlspace.store.warc",
+    "crawlspace.store.crawltable",
+    "crawlspace.store.pagestore",
+]
+
+
+def load_store(checkout: Path, tag: str) -> dict[str, ModuleType]:
+    """The store's modules from `checkout`, each importing the others from the same checkout: they are
+    put under their own names in sys.modules while the next ones load, and the originals restored."""
+    saved = {name: sys.modules.get(name) for name in STORE_MODULES}
+    loaded: dict[str, ModuleType] = {}
+    try:
+        for name in STORE_MODULES:
+            loaded[name] = load(checkout, name, f"stage_{name.rsplit('.', 1)[1]}_{tag}")
+            sys.modules[name] = loaded[name]
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+    return loaded
+
+
 def heavy_pages(count: int) -> list[tuple[str, bytes]]:
     web = SimWeb.generate(
         SimWebConfig(
@@ -67,45 +101,96 @@ def heavy_pages(count: int) -> list[tuple[str, bytes]]:
     return [(web.url_of(node), web.renderer.node_response(node).body) for node in nodes]
 
 
-def time_rounds(functions: list[Callable[[Any], object]], items: list[Any], rounds: int) -> list[float]:
-    """Median ms per item of each function over `rounds`, the order of the functions alternating."""
-    times: list[list[float]] = [[] for _ in functions]
+Stage = tuple[Callable[[Any], object], list[Any], Callable[[], object] | None]
+
+
+def time_rounds(stages: list[Stage], rounds: int) -> list[float]:
+    """Median ms per item of each stage over `rounds`, the order of the stages alternating; a stage's
+    setup, if any, runs untimed before each of its rounds."""
+    times: list[list[float]] = [[] for _ in stages]
     for round_number in range(rounds):
-        order = list(range(len(functions)))
+        order = list(range(len(stages)))
         if round_number % 2:
             order.reverse()
         for index in order:
+            function, items, setup = stages[index]
+            if setup is not None:
+                setup()
             started = time.process_time()
             for item in items:
-                functions[index](item)
+                function(item)
             times[index].append(time.process_time() - started)
     return [sorted(values)[len(values) // 2] * 1000 / len(items) for values in times]
 
 
-def stage_functions(
-    checkout: Path, tag: str, pages: list[tuple[str, bytes]]
-) -> dict[str, tuple[Callable[[Any], object], list[Any]]]:
+class StoreRounds:
+    """A page store in a temporary directory for the `PageStore.record` stages: `fresh` replaces it with
+    an empty one (a first crawl's every round), `filled` makes one holding the pages once (a recrawl)."""
+
+    def __init__(self, pagestore: ModuleType, fetches: list[tuple[Any, Any]]) -> None:
+        self.pagestore = pagestore
+        self.fetches = fetches
+        self.store: Any = None
+        self.fingerprints = itertools.count()
+
+    def _open(self) -> None:
+        if self.store is not None:
+            self.store.close()
+        options = self.pagestore.StoreOptions(warc_max_bytes=1 << 40, flush_pages=100, sync=False)
+        self.store = self.pagestore.PageStore(tempfile.mkdtemp(prefix="stages-store-"), options, clock=lambda: 0.0)
+
+    def fresh(self) -> None:
+        self._open()
+
+    def filled(self) -> None:
+        if self.store is None:
+            self._open()
+            for fetch in self.fetches:
+                self.record(fetch)
+
+    def record(self, fetch: tuple[Any, Any]) -> None:
+        result, page = fetch
+        number = next(self.fingerprints)
+        self.store.record(result, page=page, fingerprint=number, depth=2)
+        if number % 2:
+            self.store.commit_unsynced()
+
+
+def stage_functions(checkout: Path, tag: str, pages: list[tuple[str, bytes]]) -> dict[str, Stage]:
     html = load(checkout, "crawlspace.parse.html", f"stage_html_{tag}")
     shingles = load(checkout, "crawlspace.seen.shingles", f"stage_shingles_{tag}")
-    warc = load(checkout, "crawlspace.store.warc", f"stage_warc_{tag}")
+    store = load_store(checkout, tag)
+    warc, pagestore = store["crawlspace.store.warc"], store["crawlspace.store.pagestore"]
     shingler = shingles.Shingler()
     writer = warc.WarcWriter(tempfile.mkdtemp(prefix="stages-"), max_file_bytes=1 << 40, prefix="stages")
     texts = [html.parse_html(body, url, "text/html").raw_text for url, body in pages]
     exchanges = []
+    fetches = []
     for url, body in pages:
         result = FetchResult(
             url, Outcome.OK, 200, "OK", [*RESPONSE_HEADERS, ("Content-Length", str(len(body)))], body,
             address="127.0.0.2", started=time.time(), duration=0.01, request_headers=REQUEST_HEADERS,
         )  # fmt: skip
-        outlinks = [target for target, _, _ in page_outlinks(html.parse_html(body, url, "text/html"), url)]
+        page = html.parse_html(body, url, "text/html")
+        outlinks = [target for target, _, _ in page_outlinks(page, url)]
         exchanges.append((result, warc.fetch_metadata(result, outlinks=outlinks, extra=[("hops-from-seed", "2")])))
+        fetches.append((result, page))
+    first, again = StoreRounds(pagestore, fetches), StoreRounds(pagestore, fetches)
     return {
         "parse_html": (
             lambda page: html.parse_html(page[1], page[0], "text/html; charset=utf-8", agent="crawlspace"),
             pages,
+            None,
         ),
-        "Shingler.signature": (shingler.signature, texts),
-        "WarcWriter.write_exchange": (lambda pair: writer.write_exchange(pair[0], metadata=pair[1]), exchanges),
+        "Shingler.signature": (shingler.signature, texts, None),
+        "WarcWriter.write_exchange": (
+            lambda pair: writer.write_exchange(pair[0], metadata=pair[1]),
+            exchanges,
+            None,
+        ),
+        "page_outlinks": (lambda fetch: pagestore.page_outlinks(fetch[1], fetch[0].url), fetches, None),
+        "PageStore.record (first)": (first.record, fetches, first.fresh),
+        "PageStore.record (again)": (again.record, fetches, again.filled),
     }
 
 
@@ -114,17 +199,20 @@ def main() -> None:
     parser.add_argument("--compare-with", type=Path, help="another checkout of crawlspace, timed in alternation")
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--stages", nargs="*", help="time only the stages whose names contain one of these")
     args = parser.parse_args()
     pages = heavy_pages(args.pages)
     print(f"{len(pages)} heavy-web pages, {sum(len(body) for _, body in pages) / len(pages) / 1000:.1f} KB on average")
     ours = stage_functions(REPO, "this", pages)
     theirs = stage_functions(args.compare_with.resolve(), "other", pages) if args.compare_with else None
-    for name, (function, items) in ours.items():
+    for name, stage in ours.items():
+        if args.stages and not any(word in name for word in args.stages):
+            continue
         if theirs is None:
-            (ms,) = time_rounds([function], items, args.rounds)
+            (ms,) = time_rounds([stage], args.rounds)
             print(f"  {name:28} {ms:.3f} ms per page")
         else:
-            other_ms, ms = time_rounds([theirs[name][0], function], items, args.rounds)
+            other_ms, ms = time_rounds([theirs[name], stage], args.rounds)
             print(f"  {name:28} other {other_ms:.3f} ms, this {ms:.3f} ms per page, other/this {other_ms / ms:.2f}x")
 
 

@@ -51,7 +51,15 @@ def surt_key(url: str) -> str:
 
 
 def cdxj_timestamp(date: str) -> str:
-    """14-digit timestamp (YYYYMMDDhhmmss) of a WARC-Date."""
+    """14-digit timestamp (YYYYMMDDhhmmss) of a WARC-Date (the digits of the date, the first 14).
+
+    A date spelled as the writer spells them (`2026-12-01T10:00:00.000000Z`) is cut out by position;
+    any other spelling has its digits picked out one by one.
+    """
+    if date[4:5] == "-" and date[7:8] == "-" and date[10:11] == "T" and date[13:14] == ":" and date[16:17] == ":":
+        stamp = date[:4] + date[5:7] + date[8:10] + date[11:13] + date[14:16] + date[17:19]
+        if len(stamp) == 14 and stamp.isascii() and stamp.isdigit():
+            return stamp
     digits = "".join(ch for ch in date if ch.isdigit())
     if len(digits) < 14:
         raise ValueError(f"not a WARC date: {date!r}")

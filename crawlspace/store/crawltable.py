@@ -305,6 +305,7 @@ class CrawlTable:
             raise CrawlTableError(f"{self.path} holds a crawl table of another format ({stored!r})")
         self._batch = rocksdict.WriteBatch(raw_mode=True)
         self._pending = 0
+        self._cursor: rocksdict.RdictIter | None = None
         self._compressor = zstandard.ZstdCompressor(level=zstd_level)
         self._decompressor = zstandard.ZstdDecompressor()
         self._encoder = msgspec.msgpack.Encoder()
@@ -421,9 +422,12 @@ class CrawlTable:
         self._check_writable()
         suffix = b"\x00" + _FAMILY_BYTES["anchor"] + _check_part(source_key, "qualifier")
         suffix += b"\x00" + _TS.pack(_MAX_TS - int(timestamp * 1_000_000))
+        for target_key, _ in anchors:  # checked before any is put: a bad key leaves the batch as it was
+            if "\x00" in target_key:
+                _check_part(target_key, "row key")
         put = self._batch.put
         for target_key, text in anchors:  # anchor texts are short: stored as tagged UTF-8, not msgpack
-            put(_check_part(target_key, "row key") + suffix, _TEXT + text.encode("utf-8", "surrogatepass"))
+            put(target_key.encode("utf-8", "surrogatepass") + suffix, _TEXT + text.encode("utf-8", "surrogatepass"))
         self._pending += len(anchors)
 
     def delete(self, url: str, family: str, *, qualifier: str = "", timestamp: float | None = None) -> None:
@@ -442,11 +446,43 @@ class CrawlTable:
         """Delete the versions of a cell beyond `keep` (default: the family's limit); returns how many."""
         limit = self.max_versions[family] if keep is None else keep
         prefix = self._cell_prefix(self._row(url), family, self._qualifier_key(family, qualifier))
-        stale = [key for number, (key, _) in enumerate(self._range(prefix, _successor(prefix))) if number >= limit]
+        stale = self._stale(self._committed(), prefix, limit)
         for key in stale:
             self._batch.delete(key)
         self._pending += len(stale)
         return len(stale)
+
+    def trim_anchors(self, source_key: str, target_keys: Sequence[str], keep: int) -> int:
+        """`trim` of the anchor cells from one linking page (its row key) on the rows of its targets
+        (row keys): a refetched page's links, whose keys its store has made already; returns how many."""
+        self._check_writable()
+        middle = b"\x00" + _FAMILY_BYTES["anchor"] + _check_part(source_key, "qualifier") + b"\x00"
+        cursor = self._committed()
+        delete = self._batch.delete
+        count = 0
+        for target_key in target_keys:
+            stale = self._stale(cursor, _check_part(target_key, "row key") + middle, keep)
+            for key in stale:
+                delete(key)
+            count += len(stale)
+        self._pending += count
+        return count
+
+    @staticmethod
+    def _stale(cursor: rocksdict.RdictIter, prefix: bytes, keep: int) -> list[bytes]:
+        """The keys of the versions of the cell `prefix` beyond the newest `keep` (from `_committed`)."""
+        cursor.seek(prefix)
+        stale = []
+        number = 0
+        while cursor.valid():
+            key = cursor.key()
+            if not key.startswith(prefix):
+                break
+            if number >= keep:
+                stale.append(key)
+            number += 1
+            cursor.next()
+        return stale
 
     @property
     def pending(self) -> int:
@@ -461,6 +497,7 @@ class CrawlTable:
         count = self._pending
         batch, self._batch = self._batch, rocksdict.WriteBatch(raw_mode=True)
         self._pending = 0
+        self._cursor = None  # it reads the table as it was before this batch
         self._db.write(batch, self._write_options if sync else self._unsynced_options)
         self.cells_written += count
         return count
@@ -471,6 +508,7 @@ class CrawlTable:
         if not self.readonly:
             self.commit()
             self._db.flush_wal(True)
+        self._cursor = None
         self._db.close()
         if self._shadow is not None:
             self._shadow.remove()
@@ -481,6 +519,15 @@ class CrawlTable:
     @staticmethod
     def _row(url_or_key: str) -> str:
         return row_key(url_or_key) if is_url(url_or_key) else url_or_key
+
+    def _committed(self) -> rocksdict.RdictIter:
+        """An iterator over the table as last committed, for the point reads of a writer (`latest`,
+        `trim`), made again after each commit instead of once per read: making one costs more than
+        the seek a first crawl's read is (one per page, for a row that is not there). Uncommitted
+        writes are invisible to it, as to any read; a read-only table does not change while open."""
+        if self._cursor is None:
+            self._cursor = self._db.iter(rocksdict.ReadOptions())
+        return self._cursor
 
     def _range(self, start: bytes, stop: bytes | None, *, values: bool = True) -> Iterator[tuple[bytes, bytes]]:
         """Keys and values (`values` False: empty values, not copied) in [start, stop)."""
@@ -548,13 +595,17 @@ class CrawlTable:
         """
         base = _check_part(self._row(url), "row key") + b"\x00"
         found: dict[tuple[str, str], Cell] = {}
+        cursor = self._committed()
         for family, qualifier in cells:
             prefix = base + _FAMILY_BYTES[family] + _check_part(self._qualifier_key(family, qualifier), "qualifier")
             prefix += b"\x00"
-            for key, value in self._range(prefix, _successor(prefix)):
-                micros = _MAX_TS - _TS.unpack_from(key, len(key) - 8)[0]
-                found[(family, qualifier)] = Cell(family, qualifier, micros / 1_000_000, self._decode(value))
-                break
+            cursor.seek(prefix)
+            if cursor.valid():
+                key = cursor.key()
+                if key.startswith(prefix):
+                    micros = _MAX_TS - _TS.unpack_from(key, len(key) - 8)[0]
+                    value = self._decode(cursor.value())
+                    found[(family, qualifier)] = Cell(family, qualifier, micros / 1_000_000, value)
         return found
 
     def scan(

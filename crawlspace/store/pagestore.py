@@ -34,7 +34,7 @@ from crawlspace.parse import ParsedPage
 from crawlspace.store.crawltable import DEFAULT_MAX_VERSIONS, CrawlTable, FetchInfo, fetch_info
 from crawlspace.store.rowkey import row_key
 from crawlspace.store.warc import Capture, RecoveredFile, WarcWriter, fetch_metadata, warc_date
-from crawlspace.urls import InvalidURL, normalize
+from crawlspace.urls import InvalidURL, Normalizer
 
 WARC_DIR = "warc"  # keep in step with warc.warc_directory
 TABLE_DIR = "table"
@@ -72,39 +72,51 @@ class _Previous:
     in_table: bool = False
 
 
+_SERIALIZED = Normalizer().serialized
+
+
 def _normal_form(url: str) -> str:
-    """`normalize(url)` for a URL that parse_html produced, without parsing it again where possible.
+    """`normalize(url)` for a URL that parse_html produced, without parsing it again.
 
     parse_html resolves every href with ada (WHATWG), whose output is already in normal form
-    except for a fragment and percent-escapes, which are all `normalize` changes on top; so a
-    resolved http(s) URL with neither `#` nor `%` is returned as it is (3x faster per link;
-    tests/store check the equivalence on every link form of the simulated web).
+    except for a fragment and percent-escapes, and a WHATWG serialization is a fixed point of the
+    WHATWG parser: so `Normalizer.serialized` (what the link pipeline applies to the same hrefs)
+    gives what `normalize` would, without its second parse, and a resolved http(s) URL with
+    neither `#` nor `%` is returned as it is (3x faster per link; tests/store check the
+    equivalence on every link of the simulated web).
     """
     if "#" not in url and "%" not in url and url.startswith(("http://", "https://")):
         return url
-    return normalize(url)
+    return _SERIALIZED(url)
 
 
 def page_outlinks(page: ParsedPage, source: str) -> list[tuple[str, str, bool]]:
     """Normalized (target, anchor text, nofollow) per distinct target of a page, self-links left out.
 
     The first non-empty anchor text of a target is kept; a target is nofollow when every link to
-    it is (the crawl follows it if any one link allows it).
+    it is (the crawl follows it if any one link allows it). A third of a page's links repeat an
+    earlier href (menus, footers), so each href is normalized once, and a text is collapsed only
+    where it is kept.
     """
     found: dict[str, tuple[str, bool]] = {}
+    targets: dict[str, str] = {}  # href -> its normal form ("" when it has none)
     for link in page.links:
-        try:
-            target = _normal_form(link.url)
-        except InvalidURL:
+        url = link.url
+        target = targets.get(url)
+        if target is None:
+            try:
+                target = _normal_form(url)
+            except InvalidURL:
+                target = ""
+            targets[url] = target
+        if not target or target == source:
             continue
-        if target == source:
-            continue
-        text = " ".join(link.anchor_text.split())
         known = found.get(target)
         if known is None:
-            found[target] = (text, link.nofollow)
-        elif (text and not known[0]) or (known[1] and not link.nofollow):
-            found[target] = (known[0] or text, known[1] and link.nofollow)
+            found[target] = (" ".join(link.anchor_text.split()), link.nofollow)
+        elif not known[0] or (known[1] and not link.nofollow):
+            text = known[0] or " ".join(link.anchor_text.split())
+            found[target] = (text, known[1] and link.nofollow)
     return [(target, text, nofollow) for target, (text, nofollow) in found.items()]
 
 
@@ -293,7 +305,7 @@ class PageStore:
             cells.append(("title", "", page.title))
             if self.options.store_text:
                 cells.append(("content", "text", page.text))
-            cells.append(("content", "outlinks", [list(pair) for pair in outlinks]))
+            cells.append(("content", "outlinks", outlinks))  # (target, text, nofollow): msgpack arrays, as lists are
         if previous.in_table:
             for family, qualifier, _ in cells:
                 self.table.trim(key, family, qualifier=qualifier, keep=self.table.max_versions[family] - 1)
@@ -314,16 +326,15 @@ class PageStore:
         self, source: str, source_key: str, outlinks: list[tuple[str, str, bool]], previous: _Previous, now: float
     ) -> None:
         table = self.table
+        keys = [row_key(target) for target, _, _ in outlinks]
         linked_before = set(previous.outlinks)
         if linked_before:
             still = {target for target, _, _ in outlinks}
             for gone in linked_before - still:
                 table.delete(gone, "anchor", qualifier=source)
-            keep = table.max_versions["anchor"] - 1
-            for target, _, _ in outlinks:
-                if target in linked_before:
-                    table.trim(target, "anchor", qualifier=source, keep=keep)
-        table.put_anchors(source_key, [(row_key(target), text) for target, text, _ in outlinks], now)
+            again = [key for key, (target, _, _) in zip(keys, outlinks, strict=True) if target in linked_before]
+            table.trim_anchors(source_key, again, table.max_versions["anchor"] - 1)
+        table.put_anchors(source_key, [(key, text) for key, (_, text, _) in zip(keys, outlinks, strict=True)], now)
         self.stats.anchors += len(outlinks)
 
     # -- durability --------------------------------------------------------------------------

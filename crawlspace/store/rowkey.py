@@ -45,23 +45,40 @@ def _reverse_host(host: str) -> str:
     return host if _is_ip(host) else ".".join(reversed(host.split(".")))
 
 
+_HEADS: dict[str, str] = {}
+"""`scheme://host` -> the row key's start (reversed host, then `/scheme`), for the plain hosts seen lately."""
+_MAX_HEADS = 1 << 14
+
+
 def row_key(url: str) -> str:
-    """The row key of an absolute URL (normalize it first: the key keeps its spelling)."""
-    # Fast path for the common shape http(s)://name/..., taken for every anchor of every page.
-    start = 7 if url.startswith("http://") else 8 if url.startswith("https://") else 0
-    if start:
-        slash = url.find("/", start)
+    """The row key of an absolute URL (normalize it first: the key keeps its spelling).
+
+    Taken for every link of every page, whose hosts repeat (most links of a page stay on its site),
+    so the start of the key of a plain `http(s)://name/...` URL is kept per `scheme://name`: the key
+    is then one lookup and one concatenation.
+    """
+    slash = url.find("/", 8)
+    if slash > 0:
+        head = _HEADS.get(url[:slash])
+        if head is not None:
+            return head + url[slash:]
+        start = 7 if url.startswith("http://") else 8 if url.startswith("https://") else 0
         host = url[start:slash]
         if (
-            slash > start
+            start
+            and slash > start
             and "@" not in host
             and ":" not in host
             and "?" not in host
             and "#" not in host
+            and "/" not in host
             and not host[-1].isdigit()
             and not host.startswith("[")
         ):
-            return ".".join(host.lower().split(".")[::-1]) + ("/http" if start == 7 else "/https") + url[slash:]
+            if len(_HEADS) >= _MAX_HEADS:
+                _HEADS.clear()
+            head = _HEADS[url[:slash]] = ".".join(host.lower().split(".")[::-1]) + ("/http" if start == 7 else "/https")
+            return head + url[slash:]
     return _row_key_general(url)
 
 
@@ -108,5 +125,6 @@ def url_of(key: str) -> str:
 
 
 def is_url(text: str) -> bool:
-    """Whether `text` is an absolute URL rather than a row key (which never starts with a scheme)."""
-    return _SCHEME.match(text) is not None
+    """Whether `text` is an absolute URL rather than a row key (which never starts with a scheme); the
+    crawl's own URLs are told by their first characters, without the regular expression."""
+    return text.startswith(("http://", "https://")) or _SCHEME.match(text) is not None

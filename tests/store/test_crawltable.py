@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from crawlspace.store.crawltable import CrawlTable, CrawlTableError, FetchInfo, fetch_info, format_row
+from crawlspace.store.crawltable import Cell, CrawlTable, CrawlTableError, FetchInfo, fetch_info, format_row
 from crawlspace.store.rowkey import row_key
 from tests.killing import kill_at_first_line
 
@@ -294,3 +294,45 @@ def test_format_row_lists_cells_for_a_person(table: CrawlTable) -> None:
     assert any("title:" in line and '"A title"' in line and "1970-01-01T00:00:00.500000Z" in line for line in lines)
     assert any("content:warc" in line and "f.warc.gz@10 (20 bytes)" in line for line in lines)
     assert any("status=200 fetched=1970-01-01T00:00:00.500000Z" in line for line in lines)
+
+
+def test_point_reads_see_each_commit_and_no_uncommitted_write(table: CrawlTable) -> None:
+    url = "http://a.test/p"
+    assert table.latest(url, [("title", "")]) == {}
+    table.put(url, "title", "one", timestamp=1.0)
+    assert table.latest(url, [("title", "")]) == {}  # not committed yet
+    table.commit()
+    assert table.latest(url, [("title", "")])[("title", "")].value == "one"
+    table.put(url, "title", "two", timestamp=2.0)
+    table.put(url, "title", "three", timestamp=3.0)
+    assert table.trim(url, "title", keep=1) == 0  # trims what is committed: one version
+    table.commit()
+    assert table.latest(url, [("title", ""), ("fetch", "")]) == {("title", ""): Cell("title", "", 3.0, "three")}
+    assert table.trim(url, "title", keep=1) == 2
+    table.commit()
+    row = table.get(url, versions=None)
+    assert row is not None and [cell.value for cell in row.cells] == ["three"]
+    assert table.latest("http://a.test/o", [("title", "")]) == {}  # the seek lands on the next row, not this one
+
+
+def test_trim_anchors_trims_as_trim_does_per_target(tmp_path: Path) -> None:
+    source = "http://source.test/page"
+    targets = [f"http://t{number}.test/" for number in range(6)]
+    tables = [CrawlTable(tmp_path / name, max_versions={"anchor": 5}) for name in ("each", "batched")]
+    for table in tables:
+        for number, target in enumerate(targets):
+            for version in range(number):
+                table.put(target, "anchor", f"v{version}", qualifier=source, timestamp=10.0 + version)
+            table.put(target, "anchor", "other source", qualifier="http://other.test/", timestamp=1.0)
+        table.commit()
+    each, batched = tables
+    trimmed = sum(each.trim(target, "anchor", qualifier=source, keep=2) for target in targets[1:])
+    assert batched.trim_anchors(row_key(source), [row_key(target) for target in targets[1:]], 2) == trimmed == 6
+    for table in tables:
+        table.commit()
+    for target in targets:
+        rows = [table.get(target, family="anchor", versions=None) for table in tables]
+        assert rows[0] == rows[1] and rows[0] is not None
+        assert len(rows[0].cells) == 1 + min(targets.index(target), 2)
+    for table in tables:
+        table.close()

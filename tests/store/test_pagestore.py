@@ -10,8 +10,11 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawlspace.fetch import FetchResult, Outcome
 from crawlspace.parse import Link, ParsedPage
+from crawlspace.parse.html import parse_html
+from crawlspace.simweb import SimWeb, SimWebConfig
 from crawlspace.store.pagestore import PageStore, StoreOptions, page_outlinks
 from crawlspace.store.warc import Capture, read_record
+from crawlspace.urls import InvalidURL, normalize
 from tests.store.builders import fetch_result, html_page, parsed
 
 A = "http://a.test/"
@@ -272,3 +275,24 @@ def test_a_target_is_nofollow_only_when_every_link_to_it_is() -> None:
         ("http://x.test/n", "named", True),
         ("http://x.test/f", "first", False),
     ]
+
+
+def test_outlink_targets_are_what_normalize_gives_on_every_link_of_the_simulated_web() -> None:
+    web = SimWeb.generate(
+        SimWebConfig(hosts=40, seed=3, mean_pages_per_host=20, mean_out_links=40.0, page_style="realistic")
+    )
+    checked = 0
+    for node in range(0, web.data.pages, 3):
+        url = web.url_of(node)
+        page = parse_html(web.renderer.node_response(node).body, url, "text/html")
+        expected: dict[str, None] = {}
+        for link in page.links:
+            try:
+                target = normalize(link.url)
+            except InvalidURL:
+                continue
+            if target != url:
+                expected[target] = None
+        assert [target for target, _, _ in page_outlinks(page, url)] == list(expected)
+        checked += len(page.links)
+    assert checked > 5000

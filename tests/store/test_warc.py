@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,11 +16,13 @@ from fastwarc.warc import WarcRecordType
 from warcio.archiveiterator import ArchiveIterator as WarcioIterator
 
 from crawlspace.fetch.body import BodyBuffer, SpilledBytes
-from crawlspace.store.cdxj import CdxjIndex, cdxj_path
+from crawlspace.store import warc
+from crawlspace.store.cdxj import CdxjIndex, cdxj_path, cdxj_timestamp
 from crawlspace.store.warc import (
     REVISIT_PROFILE,
     Capture,
     WarcWriter,
+    _uuid4_ids,
     fetch_metadata,
     iter_records,
     read_record,
@@ -360,6 +363,7 @@ def slow_disk(fd, data):
     time.sleep(60)
     return half
 warc.os.write = slow_disk
+warc.os.writev = lambda fd, parts: slow_disk(fd, b"".join(parts))
 writer.write_exchange(fetch_result("http://a.test/torn", os.urandom(20000)))
 """
     torn = int(kill_at_first_line(script))
@@ -416,3 +420,29 @@ def test_a_spilled_body_is_written_as_it_would_be_from_memory(tmp_path: Path) ->
         assert record.http_parts()[2] == body
     with open(path, "rb") as handle:
         assert len(list(WarcioIterator(handle, check_digests=True))) == 1 + 3 * 2
+
+
+def test_record_ids_are_spelled_as_uuid_spells_version_4_ids() -> None:
+    random = os.urandom(16 * 64) + bytes(16) + b"\xff" * 16
+    expected = [f"<urn:uuid:{uuid.UUID(bytes=random[at : at + 16], version=4)}>" for at in range(0, len(random), 16)]
+    assert _uuid4_ids(random) == expected
+
+
+@pytest.mark.parametrize("timestamp", [0.0, 1.0000005, 1.5e9 + 0.9999995, 1_796_000_000.123456, 4e9 + 0.25])
+def test_warc_dates_are_spelled_as_strftime_spells_them(timestamp: float) -> None:
+    expected = datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert warc_date(timestamp) == expected
+    assert warc_date(timestamp) == expected  # the second time from the cache
+    assert cdxj_timestamp(expected) == "".join(ch for ch in expected if ch.isdigit())[:14]
+
+
+def test_a_write_of_more_parts_than_one_call_gathers_is_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(warc, "_WRITEV_PARTS", 1)
+    _, captures = write_sample(tmp_path)
+    (path,) = warc_files(tmp_path)
+    records = list(iter_records(path))
+    assert not any(record.problem for record in records)
+    assert len(records) == 1 + 4 * 3  # warcinfo, then 4 exchanges of 3 records each
+    assert [read_record(path, capture.offset, capture.length).headers["warc-record-id"] for capture in captures] == [
+        capture.record_id for capture in captures
+    ]
