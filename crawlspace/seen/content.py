@@ -104,6 +104,7 @@ _FP, _URL, _BAND, _META, _ORACLE, _NEAR_BAND, _NEAR_SIG, _NEAR_OF, _OUTDATED = r
 _TABLE_NUMBERS = {b"fp": _FP, b"url": _URL, b"band": _BAND, b"meta": _META, b"oracle": _ORACLE,
                   b"nearband": _NEAR_BAND, b"nearsig": _NEAR_SIG, b"nearof": _NEAR_OF}  # fmt: skip
 _COUNTED = (_URL, _NEAR_SIG)
+_FILTERED = (_FP, _URL, _BAND, _ORACLE, _NEAR_BAND, _NEAR_SIG)  # keys of random bits, mostly read when absent
 _OUTDATED_KEY = struct.Struct(">HQd")  # peer, URL fingerprint, time of the fetch that replaced the version
 _OUTDATED_VALUE = struct.Struct("<HQd")  # peer, the old body's fingerprint, that time; then the URL
 
@@ -221,7 +222,7 @@ class ContentSeen:
             if reset and self.directory.exists():
                 shutil.rmtree(self.directory)
             self.directory.mkdir(parents=True, exist_ok=True)
-            store = RocksContentStore(self.directory, counted=_COUNTED)
+            store = RocksContentStore(self.directory, counted=_COUNTED, filtered=_FILTERED)
             migrate_lmdb(self.directory, store, _TABLE_NUMBERS)
         self.near_threshold = near_threshold
         self.shingler = Shingler(shingle_words=shingle_words, num_perm=num_perm)
