@@ -24,7 +24,7 @@ which URL had the body first (`claim_first`, on that partition's set); each part
 passes the answer to its own `check` (`first=`), which keeps it as the body's first URL here
 too, so that one original holds for the whole crawl, whichever partition fetched it. The
 near-duplicate test is the partitions' together too (distributed.nearclaims): a partition
-answers on the LSH band keys it owns (`near_candidates`, `index_near`) and records its own
+answers on the LSH band keys it owns (`near_lookup`) and records its own
 pages' verdicts from the owners' answers (`record_near`) instead of calling `check_near`.
 
 Each URL's record keeps its content fingerprint (IIR §20.2.1): when a page is fetched again
@@ -79,7 +79,7 @@ import enum
 import math
 import shutil
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -116,6 +116,41 @@ class NearCandidate(NamedTuple):
     fetched_at: float
     asked_at: float
     signature: bytes
+
+
+class OwnedNearLookup:
+    """One near-duplicate question's reads of this partition's share of the LSH table (`near_lookup`):
+    the owner decides its answer from `asked_at` and `candidates`, then `index`es the page with the
+    band members already read (issue 17: reading them again, and the page's own entry twice more,
+    was a third of the owner's CPU)."""
+
+    __slots__ = ("_seen", "url", "url_key", "band_bytes", "members", "previous", "version", "asked_at", "candidates")
+
+    def __init__(
+        self,
+        seen: ContentSeen,
+        url: str,
+        url_key: bytes,
+        band_bytes: list[bytes],
+        members: list[list[bytes]],
+        previous: bytes | None,
+        version: int,
+        asked_at: float | None,
+        candidates: list[NearCandidate],
+    ) -> None:
+        self._seen = seen
+        self.url = url
+        self.url_key = url_key
+        self.band_bytes = band_bytes  # the band table's keys of the question's bands
+        self.members = members  # each band's members as read
+        self.previous = previous  # the page's entry here, if it was indexed here before
+        self.version = version  # the set's changes when read
+        self.asked_at = asked_at  # when the page was asked about, as indexed here (None: it is not)
+        self.candidates = candidates  # the other pages under those bands, each once
+
+    def index(self, fetched_at: float, asked_at: float, signature: bytes) -> None:
+        """Index the page under the question's bands, replacing the keys and signature it had here."""
+        self._seen._index_near(self, fetched_at, asked_at, signature)
 
 
 class OutdatedNotice(NamedTuple):
@@ -232,6 +267,7 @@ class ContentSeen:
         self.outdated_peers: tuple[int, ...] = ()  # the other partitions, told of outdated versions
         self.on_outdated: Callable[[], None] | None = None  # told when a notice is put (the transport's wake-up)
         self._uncommitted = 0
+        self._version = 0  # changes made (`_changed`): a near lookup is reused for indexing only if none came between
         self._check_parameters(shingle_words, num_perm)
         # notices left by an earlier run (killed before their acknowledgement) are to be sent as new ones
         self.outdated_added = sum(1 for _ in store.values(_OUTDATED))
@@ -426,42 +462,46 @@ class ContentSeen:
 
     # -- the share of the crawl's LSH table this partition owns (distributed.nearclaims.NearIndex) -------
 
-    def near_candidates(self, bands: Iterable[tuple[int, int]], url: str) -> list[NearCandidate]:
-        own = _key(url_fingerprint(url))
-        seen: set[bytes] = {own}
-        found: list[NearCandidate] = []
-        tables = self._tables
-        for members in self._members(_NEAR_BAND, [bytes([band]) + _key(key) for band, key in bands]):
-            for url_key in members:
-                if url_key in seen:
-                    continue
-                seen.add(url_key)
-                stored = tables.get(_NEAR_SIG, url_key)
-                if stored is not None:
-                    found.append(_near_candidate(stored))
-        return found
-
-    def index_near(
-        self, url: str, fetched_at: float, asked_at: float, signature: bytes, bands: Iterable[tuple[int, int]]
-    ) -> None:
+    def near_lookup(self, url: str, bands: Sequence[tuple[int, int]]) -> OwnedNearLookup:
+        """What this share of the LSH table holds for a question (distributed.nearclaims.NearIndex)."""
         url_key = _key(url_fingerprint(url))
         tables = self._tables
+        band_bytes = [bytes((band,)) + key.to_bytes(8, "big") for band, key in bands]
+        members = self._members(_NEAR_BAND, band_bytes)
         previous = tables.get(_NEAR_SIG, url_key)
+        candidates: list[NearCandidate] = []
+        if any(members):
+            seen: set[bytes] = {url_key}
+            for band_members in members:
+                for member in band_members:
+                    if member in seen:
+                        continue
+                    seen.add(member)
+                    stored = tables.get(_NEAR_SIG, member)
+                    if stored is not None:
+                        candidates.append(_near_candidate(stored))
+        asked_at = None if previous is None else float(_NEAR_RECORD.unpack_from(previous)[1])
+        return OwnedNearLookup(self, url, url_key, band_bytes, members, previous, self._version, asked_at, candidates)
+
+    def _index_near(self, lookup: OwnedNearLookup, fetched_at: float, asked_at: float, signature: bytes) -> None:
+        """`OwnedNearLookup.index`: the bands' members as the lookup read them, unless the page's old keys go
+        first (it was indexed here before) or anything changed since (then read again)."""
+        url_key = lookup.url_key
+        tables = self._tables
+        members = lookup.members
+        previous = lookup.previous
         if previous is not None:  # the page fetched again with other text: its old keys go
             count = _NEAR_RECORD.unpack_from(previous)[2]
             start = _NEAR_RECORD.size
             for offset in range(start, start + count * _BAND_KEY_BYTES, _BAND_KEY_BYTES):
                 self._discard_member(_NEAR_BAND, previous[offset : offset + _BAND_KEY_BYTES], url_key)
-        band_bytes = [bytes([band]) + _key(key) for band, key in bands]
-        head = _NEAR_RECORD.pack(fetched_at, asked_at, len(band_bytes), len(signature))
-        tables.put(_NEAR_SIG, url_key, head + b"".join(band_bytes) + signature + _utf8(url))
-        for band_key, members in zip(band_bytes, self._members(_NEAR_BAND, band_bytes), strict=True):
-            self._add_member(_NEAR_BAND, band_key, url_key, members)
+        if previous is not None or lookup.version != self._version:
+            members = self._members(_NEAR_BAND, lookup.band_bytes)
+        head = _NEAR_RECORD.pack(fetched_at, asked_at, len(lookup.band_bytes), len(signature))
+        tables.put(_NEAR_SIG, url_key, head + b"".join(lookup.band_bytes) + signature + _utf8(lookup.url))
+        for band_key, band_members in zip(lookup.band_bytes, members, strict=True):
+            self._add_member(_NEAR_BAND, band_key, url_key, band_members)
         self._changed()
-
-    def near_asked_at(self, url: str) -> float | None:
-        stored = self._tables.get(_NEAR_SIG, _key(url_fingerprint(url)))
-        return None if stored is None else float(_NEAR_RECORD.unpack_from(stored)[1])
 
     def near_indexed(self) -> int:
         """Pages indexed in this partition's share of the crawl's LSH table."""
@@ -608,6 +648,7 @@ class ContentSeen:
     # -- durability ---------------------------------------------------------------------------------------
 
     def _changed(self) -> None:
+        self._version += 1
         self._uncommitted += 1
         if self._uncommitted >= self.commit_every:
             self._tables.commit()
