@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 
-import crawlspace.distributed.socketmesh  # noqa: E402,F401  (the packages, before any module is swapped)
+import crawlspace.distributed.socketmesh  # noqa: E402  (the packages, before any module is swapped)
 import crawlspace.seen  # noqa: E402,F401
 from crawlspace.parse.html import parse_html  # noqa: E402
 from crawlspace.simweb import SimWeb, SimWebConfig  # noqa: E402
@@ -64,8 +64,8 @@ PARTITIONS = 2
 
 
 def crawl_pages(count: int, near_share: float) -> list[tuple[str, bytes]]:
-    """Pages of the heavy web of bench/throughput/stages.py, spread over it as there, with `near_share` of them the web's
-    planted near-copies each after its original (a sample spread so thin would hold no pair)."""
+    """Pages of the heavy web of bench/throughput/stages.py, spread over it as there, with `near_share` of
+    them the web's planted near-copies each after its original (a sample spread so thin would hold no pair)."""
     web = SimWeb.generate(
         SimWebConfig(
             hosts=300, seed=1, mean_pages_per_host=50, max_pages_per_host=250, page_bytes=(500, 160_000),
@@ -172,7 +172,9 @@ class Tree:
                 )
                 owner_seconds += time.process_time() - owner_started
                 found = sent[2]
-                answers[owner] = None if found is None else near.NearMatch(str(found[0]), float(found[1]), float(found[2]))
+                answers[owner] = (
+                    None if found is None else near.NearMatch(str(found[0]), float(found[1]), float(found[2]))
+                )
             match = near.best_match(answers)
             is_near = match is not None and match.similarity >= content.near_threshold
             found = (match.url, match.fetched_at, match.similarity) if match is not None and is_near else None

@@ -124,7 +124,7 @@ class OwnedNearLookup:
     band members already read (issue 17: reading them again, and the page's own entry twice more,
     was a third of the owner's CPU)."""
 
-    __slots__ = ("_seen", "url", "url_key", "band_bytes", "members", "previous", "version", "asked_at", "candidates")
+    __slots__ = ("_seen", "asked_at", "band_bytes", "candidates", "members", "previous", "url", "url_key", "version")
 
     def __init__(
         self,

@@ -28,16 +28,17 @@ too (an fsync of RocksDB's write-ahead log); a commit alone survives kill -9.
 
 Absent keys: most of a page's reads are of keys that are not there (a new page's URL and body
 fingerprints, and nearly all of its LSH band keys, which hold 0 or 1 page each), and a RocksDB get
-costs its bloom filters in every memtable and level plus rocksdict's call: issue 17 measured the reads
-of the near-duplicate test alone (a MultiGet per page and owner for the bands, three gets of the
-page's own entry) at a third of its CPU. So the tables the caller names as `filtered` (keys that are
-fingerprints, random bits) have a bloom filter here in front of RocksDB (`KeyFilter`): a fixed
-bitmap, `filter_bytes` (2 MiB by default; about 1% false positives for a 2-process crawl's 1 M keys
-per process at 100,000 pages), set by every put and never cleared (a deleted key only costs a lookup
-again). It is only ever a superset of the keys, so a "no" is exact whatever was committed or rolled
-back; it is rebuilt from a scan of those tables' keys when the store opens, and once it holds more
-keys than it can tell apart (`KeyFilter.capacity`) it is turned off for good (every read goes to
-RocksDB, as before it), so neither its memory nor the scan grows with the crawl.
+costs its bloom filters in every memtable and level plus rocksdict's call: issue 17 measured the
+reads of the near-duplicate test alone (a MultiGet per page and owner for the bands, three gets of
+the page's own entry) at a third of its CPU. So the tables the caller names as `filtered` (keys that
+are fingerprints, random bits) have a bloom filter here in front of RocksDB (`KeyFilter`): a fixed
+bitmap of `filter_bytes` (2 MiB by default: under 1% false positives for the 1 M keys a process of a
+2-process crawl holds at 100,000 pages), set for the keys of every committed batch (the uncommitted
+writes are read first: they need none) and never cleared (a deleted key only costs a lookup again).
+It is only ever a superset of the committed keys, so its "no" is exact whatever a crash rolled back;
+it is rebuilt from a scan of those tables' keys when the store opens, and once it has taken more keys
+than it can tell apart (`KeyFilter.capacity`) it is turned off for good (every read goes to RocksDB,
+as before it): neither its memory nor the scan grows with the crawl.
 
 Counting: RocksDB keeps no exact count of keys, and `len()` of the set is asked for, so the store
 counts the keys of the tables it is told to count, and writes the counts in every committed batch.
@@ -52,6 +53,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+import numpy as np
 import rocksdict
 import xxhash
 
@@ -132,7 +134,8 @@ class KeyFilter:
 
     Why xxh3 of the whole key rather than its bits: the keys of the band tables are band number and
     band key, and one band key value may stand in several bands; any hash does, as a collision only
-    costs a lookup, but an even one keeps the false positives at their rate."""
+    costs a lookup, but an even one keeps the false positives at their rate. Keys are added in bulk
+    (`add_many`, numpy: a key added one by one in Python cost more than the RocksDB read it saves)."""
 
     def __init__(self, size_bytes: int) -> None:
         if size_bytes < 8 or size_bytes & (size_bytes - 1):
@@ -142,29 +145,28 @@ class KeyFilter:
         self.capacity = size_bytes
         """Keys past which the filter is turned off: 8 bits a key, about 3% false positives at 3 probes."""
         self.keys = 0
+        """Keys added (a key added again counts again: the filter may turn off early, never late)."""
 
     @property
     def on(self) -> bool:
         return self._bits is not None
 
-    def add(self, key: bytes) -> None:
-        """Add `key`; one whose bits were all set already (a key written again) is not counted again."""
-        bits = self._bits
-        if bits is None:
+    def add_many(self, keys: list[bytes]) -> None:
+        if self._bits is None or not keys:
             return
-        mask = self._mask
-        hashed = xxhash.xxh3_64_intdigest(key)
-        first, step = hashed & mask, (hashed >> 32) | 1
-        new = False
-        for bit in (first, (first + step) & mask, (first + 2 * step) & mask):
-            byte, flag = bit >> 3, 1 << (bit & 7)
-            if not bits[byte] & flag:
-                bits[byte] |= flag
-                new = True
-        if new:
-            self.keys += 1
-            if self.keys > self.capacity:
-                self._bits = None  # saturated: every read goes to the store, and the memory is given back
+        self.keys += len(keys)
+        if self.keys > self.capacity:
+            self._bits = None  # saturated: every read goes to the store, and the memory is given back
+            return
+        bits = np.frombuffer(self._bits, np.uint8)
+        mask = np.uint64(self._mask)
+        hashed = np.fromiter(map(xxhash.xxh3_64_intdigest, keys), np.uint64, count=len(keys))
+        first, step = hashed & mask, (hashed >> np.uint64(32)) | np.uint64(1)
+        for probe in (first, first + step, first + np.uint64(2) * step):
+            probe &= mask
+            np.bitwise_or.at(
+                bits, probe >> np.uint64(3), np.left_shift(np.uint8(1), (probe & np.uint64(7)).astype(np.uint8))
+            )
 
     def may_hold(self, key: bytes) -> bool:
         """False only if `key` was never added (always True once the filter is off)."""
@@ -226,10 +228,12 @@ class RocksContentStore:
         self._filtered = frozenset(filtered)
         self._filter = KeyFilter(filter_bytes)
         for table_number in sorted(self._filtered):
-            for key in self._keys(table_number):
-                self._filter.add(key)
-                if not self._filter.on:
+            keys = self._keys(table_number)
+            while self._filter.on:
+                chunk = list(itertools.islice(keys, 1 << 16))
+                if not chunk:
                     break
+                self._filter.add_many(chunk)
 
     def _keys(self, table: int) -> Iterator[bytes]:
         """The committed keys of `table`, with its number in front."""
@@ -279,10 +283,7 @@ class RocksContentStore:
     def put(self, table: int, key: bytes, value: bytes) -> None:
         if table in self._pending.counted:
             self._pending.note(table, self.get(table, key) is not None, True)
-        full = bytes((table,)) + key
-        self._pending.writes[full] = value
-        if table in self._filtered:
-            self._filter.add(full)
+        self._pending.writes[bytes((table,)) + key] = value
 
     def delete(self, table: int, key: bytes) -> None:
         if table in self._pending.counted:
@@ -331,6 +332,11 @@ class RocksContentStore:
             self._open().write(batch, self._unsynced)
         except Exception as exc:  # rocksdict raises plain exceptions for I/O errors
             raise _os_error(self.directory, exc) from exc
+        if self._filtered and self._filter.on:  # reads look in `pending` first: its keys need no filter before
+            filtered = self._filtered
+            self._filter.add_many(
+                [key for key, value in pending.writes.items() if value is not None and key[0] in filtered]
+            )
         pending.writes.clear()
 
     def sync(self) -> None:
