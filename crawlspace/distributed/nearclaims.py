@@ -46,6 +46,7 @@ Nothing here touches a transport or a clock: the engine passes `asked_at`, the t
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -54,10 +55,11 @@ import numpy as np
 
 from crawlspace.distributed.assignment import band_owner
 from crawlspace.seen.content import NearCandidate
-from crawlspace.seen.shingles import SigArray, band_keys, similarity
+from crawlspace.seen.shingles import SigArray, band_key_list, similarity
 
 MAX_BANDS = 256
 """Band numbers travel as one byte (seen.ContentSeen's band table keys)."""
+_key = operator.itemgetter(1)
 
 
 class NearQuestionError(ValueError):
@@ -77,7 +79,13 @@ class NearQuestion:
     def __post_init__(self) -> None:
         if not self.signature or len(self.signature) % 2:
             raise NearQuestionError(f"{self.url}: a signature of {len(self.signature)} bytes")
-        if not self.bands or any(not 0 <= band < MAX_BANDS or not 0 <= key < 1 << 64 for band, key in self.bands):
+        bands = self.bands  # min and max of the pairs give the band numbers' range (scans in C: issue 17)
+        if (
+            not bands
+            or min(bands)[0] < 0
+            or max(bands)[0] >= MAX_BANDS
+            or not 0 <= min(map(_key, bands)) <= max(map(_key, bands)) < 1 << 64
+        ):
             raise NearQuestionError(f"{self.url}: band keys {self.bands[:3]!r} out of range")
 
     def signature_values(self) -> SigArray:
@@ -130,10 +138,10 @@ def near_questions(
     url: str, fetched_at: float, asked_at: float, signature: SigArray, rows: int, partitions: int
 ) -> dict[int, NearQuestion]:
     """One question per partition owning some of the signature's band keys (`rows` values per band)."""
-    keys: dict[int, list[tuple[int, int]]] = {}
-    for band, key in enumerate(band_keys(signature, rows).tolist()):
-        keys.setdefault(band_owner(key, partitions), []).append((band, key))
     data = np.ascontiguousarray(signature, "<u2").tobytes()
+    keys: dict[int, list[tuple[int, int]]] = {}
+    for band, key in enumerate(band_key_list(data, rows)):
+        keys.setdefault(band_owner(key, partitions), []).append((band, key))
     return {owner: NearQuestion(url, fetched_at, asked_at, data, tuple(bands)) for owner, bands in keys.items()}
 
 

@@ -311,10 +311,16 @@ class ContentSeen:
     def _members(self, table: int, band_keys: list[bytes]) -> list[list[bytes]]:
         return [self._split(stored) for stored in self._tables.get_many(table, band_keys)]
 
-    def _add_member(self, table: int, band_key: bytes, url_key: bytes, members: list[bytes]) -> None:
-        """Add `url_key` to the band whose current `members` the caller read."""
-        if url_key not in members:
-            self._tables.put(table, band_key, b"".join(members) + url_key)
+    def _add_members(self, table: int, keys: list[bytes], url_key: bytes, members: list[list[bytes]]) -> None:
+        """Add `url_key` to each band whose current `members` the caller read."""
+        self._tables.put_many(
+            table,
+            [
+                (band_key, b"".join(band_members) + url_key)
+                for band_key, band_members in zip(keys, members, strict=True)
+                if url_key not in band_members
+            ],
+        )
 
     def _discard_member(self, table: int, band_key: bytes, url_key: bytes) -> None:
         members = self._split(self._tables.get(table, band_key))
@@ -434,8 +440,7 @@ class ContentSeen:
             tables.put(_URL, url_key, near.pack())
             return ContentVerdict(ContentKind.NEAR, original.url, original.fetched_at, best_similarity)
         tables.put(_URL, url_key, dataclasses.replace(record, signature=signature.tobytes()).pack())
-        for band_key, band_members in zip(keys, members, strict=True):
-            self._add_member(_BAND, band_key, url_key, band_members)
+        self._add_members(_BAND, keys, url_key, members)
         return NEW
 
     def record_near(self, url: str, match: tuple[str, float, float] | None) -> ContentVerdict:
@@ -499,8 +504,7 @@ class ContentSeen:
             members = self._members(_NEAR_BAND, lookup.band_bytes)
         head = _NEAR_RECORD.pack(fetched_at, asked_at, len(lookup.band_bytes), len(signature))
         tables.put(_NEAR_SIG, url_key, head + b"".join(lookup.band_bytes) + signature + _utf8(lookup.url))
-        for band_key, band_members in zip(lookup.band_bytes, members, strict=True):
-            self._add_member(_NEAR_BAND, band_key, url_key, band_members)
+        self._add_members(_NEAR_BAND, lookup.band_bytes, url_key, members)
         self._changed()
 
     def near_indexed(self) -> int:

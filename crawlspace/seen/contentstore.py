@@ -90,6 +90,10 @@ class ContentStore(Protocol):
 
     def put(self, table: int, key: bytes, value: bytes) -> None: ...
 
+    def put_many(self, table: int, items: list[tuple[bytes, bytes]]) -> None:
+        """`put` of each (key, value) (one call: a page's LSH bands)."""
+        ...
+
     def delete(self, table: int, key: bytes) -> None: ...
 
     def values(self, table: int) -> Iterator[bytes]:
@@ -285,6 +289,14 @@ class RocksContentStore:
             self._pending.note(table, self.get(table, key) is not None, True)
         self._pending.writes[bytes((table,)) + key] = value
 
+    def put_many(self, table: int, items: list[tuple[bytes, bytes]]) -> None:
+        if table in self._pending.counted:
+            for key, value in items:
+                self.put(table, key, value)
+            return
+        prefix = bytes((table,))
+        self._pending.writes.update([(prefix + key, value) for key, value in items])
+
     def delete(self, table: int, key: bytes) -> None:
         if table in self._pending.counted:
             self._pending.note(table, self.get(table, key) is not None, False)
@@ -403,6 +415,10 @@ class MemoryContentStore:
     def put(self, table: int, key: bytes, value: bytes) -> None:
         self._pending.note(table, self.get(table, key) is not None, True)
         self._pending.writes[bytes((table,)) + key] = value
+
+    def put_many(self, table: int, items: list[tuple[bytes, bytes]]) -> None:
+        for key, value in items:
+            self.put(table, key, value)
 
     def delete(self, table: int, key: bytes) -> None:
         self._pending.note(table, self.get(table, key) is not None, False)

@@ -102,7 +102,7 @@ def test_a_band_shared_by_pages_holds_each_once_and_loses_only_the_one_discarded
     keys = [bytes([0]) + (1).to_bytes(8, "big"), bytes([1]) + (2).to_bytes(8, "big")]
     one, two = (1).to_bytes(8, "big"), (2).to_bytes(8, "big")
     for member in (one, two, one):
-        content._add_member(band, keys[0], member, content._members(band, keys)[0])
+        content._add_members(band, keys[:1], member, content._members(band, keys[:1]))
     assert content._members(band, keys) == [[one, two], []]
     content._discard_member(band, keys[0], one)
     content._discard_member(band, keys[1], one)  # not there: nothing changes
