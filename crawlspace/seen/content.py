@@ -489,12 +489,15 @@ class ContentSeen:
         return OwnedNearLookup(self, url, url_key, band_bytes, members, previous, self._version, asked_at, candidates)
 
     def _index_near(self, lookup: OwnedNearLookup, fetched_at: float, asked_at: float, signature: bytes) -> None:
-        """`OwnedNearLookup.index`: the bands' members as the lookup read them, unless the page's old keys go
-        first (it was indexed here before) or anything changed since (then read again)."""
+        """`OwnedNearLookup.index`: from what the lookup read, unless the set changed since (then read
+        again: another page indexed meanwhile would be lost from a band written from the old members),
+        and the members read again after the page's old keys go (it was indexed here before)."""
         url_key = lookup.url_key
         tables = self._tables
         members = lookup.members
         previous = lookup.previous
+        if lookup.version != self._version:
+            previous = tables.get(_NEAR_SIG, url_key)
         if previous is not None:  # the page fetched again with other text: its old keys go
             count = _NEAR_RECORD.unpack_from(previous)[2]
             start = _NEAR_RECORD.size

@@ -271,3 +271,19 @@ def test_a_near_verdict_from_the_owners_names_an_original_fetched_elsewhere(tmp_
 def test_a_malformed_question_is_refused_with_its_reason(signature: bytes, bands: tuple[tuple[int, int], ...]) -> None:
     with pytest.raises(NearQuestionError, match=r"http://a\.test/"):
         NearQuestion("http://a.test/", 1.0, 1.0, signature, bands)
+
+
+def test_a_lookup_indexed_after_the_set_changed_reads_the_bands_again(tmp_path: Path) -> None:
+    """Two lookups of the same band before either page is indexed: the second indexing must not write the
+    band from the members it read before the first (which would drop the first page from it)."""
+    content = ContentSeen(tmp_path)
+    signature = SHINGLER.signature(text(90))
+    assert signature is not None
+    data, bands = signature.tobytes(), ((0, 11), (1, 12))
+    first = content.near_lookup("http://p.test/", bands)
+    second = content.near_lookup("http://q.test/", bands)
+    first.index(1.0, 1.0, data)
+    second.index(2.0, 2.0, data)
+    found = content.near_lookup("http://r.test/", bands).candidates
+    assert sorted(candidate.url for candidate in found) == ["http://p.test/", "http://q.test/"]
+    content.close()
