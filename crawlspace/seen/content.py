@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 import math
 import shutil
 import struct
@@ -96,7 +97,8 @@ SCHEMA = b"crawlspace-content-seen/1"
 _FP_RECORD = struct.Struct("<Qd")  # first URL's fingerprint, its fetch time; then the URL
 _URL_RECORD = struct.Struct("<QdBfQH")  # content fp, fetch time, kind, similarity, of-URL fp, signature bytes
 _NEAR_RECORD = struct.Struct("<ddBH")  # fetch time, question time, band keys, signature bytes; then those, the URL
-_BAND_KEY_BYTES = 9  # band number, band key (big-endian): the key of a band table
+_BAND_KEY = struct.Struct(">BQ")  # band number, band key (big-endian): the key of a band table
+_BAND_KEY_BYTES = _BAND_KEY.size
 _MEMBER_BYTES = 8  # a band table's value: the URL fingerprints (big-endian) of its pages, concatenated
 
 # the tables (seen.contentstore.ContentStore), by number
@@ -429,7 +431,7 @@ class ContentSeen:
         signature = self.shingler.signature(text)
         if signature is None:
             return NEW
-        keys = [bytes([band]) + _key(key) for band, key in enumerate(band_keys(signature, self.rows).tolist())]
+        keys = list(itertools.starmap(_BAND_KEY.pack, enumerate(band_keys(signature, self.rows).tolist())))
         members = self._members(_BAND, keys)
         best_fp, best_similarity = self._best_candidate(url_fp, signature, members)
         if best_fp is not None and best_similarity >= self.near_threshold:
@@ -471,7 +473,7 @@ class ContentSeen:
         """What this share of the LSH table holds for a question (distributed.nearclaims.NearIndex)."""
         url_key = _key(url_fingerprint(url))
         tables = self._tables
-        band_bytes = [bytes((band,)) + key.to_bytes(8, "big") for band, key in bands]
+        band_bytes = list(itertools.starmap(_BAND_KEY.pack, bands))
         members = self._members(_NEAR_BAND, band_bytes)
         previous = tables.get(_NEAR_SIG, url_key)
         candidates: list[NearCandidate] = []
@@ -557,7 +559,7 @@ class ContentSeen:
         if record.signature:
             keys = band_keys(np.frombuffer(record.signature, np.uint16), self.rows)
             for band, key in enumerate(keys.tolist()):
-                self._discard_member(_BAND, bytes([band]) + _key(key), url_key)
+                self._discard_member(_BAND, _BAND_KEY.pack(band, key), url_key)
         tables.delete(_URL, url_key)
         if record.kind == ContentKind.NEAR:
             tables.delete(_NEAR_OF, url_key)
