@@ -172,6 +172,27 @@ class KeyFilter:
                 bits, probe >> np.uint64(3), np.left_shift(np.uint8(1), (probe & np.uint64(7)).astype(np.uint8))
             )
 
+    def may_hold_any(self, keys: list[bytes]) -> list[bytes]:
+        """The `keys` that `may_hold` (one call for a page's bands: most often none)."""
+        bits = self._bits
+        if bits is None:
+            return keys
+        mask = self._mask
+        hash_of = xxhash.xxh3_64_intdigest
+        found = []
+        for key in keys:
+            hashed = hash_of(key)
+            first, step = hashed & mask, (hashed >> 32) | 1
+            if not bits[first >> 3] >> (first & 7) & 1:
+                continue
+            second = (first + step) & mask
+            if not bits[second >> 3] >> (second & 7) & 1:
+                continue
+            third = (first + 2 * step) & mask
+            if bits[third >> 3] >> (third & 7) & 1:
+                found.append(key)
+        return found
+
     def may_hold(self, key: bytes) -> bool:
         """False only if `key` was never added (always True once the filter is off)."""
         bits = self._bits
@@ -273,8 +294,7 @@ class RocksContentStore:
         full = [prefix + key for key in keys]
         writes = self._pending.writes
         if table in self._filtered:
-            may_hold = self._filter.may_hold
-            asked = [key for key in full if key not in writes and may_hold(key)]
+            asked = self._filter.may_hold_any([key for key in full if key not in writes])
             if not asked:  # the common case: no band of a page shared with another
                 return [writes.get(key) for key in full]
         else:

@@ -241,6 +241,8 @@ def test_the_key_filter_has_no_false_negatives_few_false_positives_and_turns_off
     assert key_filter.on and all(key_filter.may_hold(key) for key in keys)
     others = [rng.randbytes(9) for _ in range(20_000)]
     assert sum(map(key_filter.may_hold, others)) < 0.01 * len(others)  # 26 bits a key: about 0.1%
+    mixed = keys[:500] + others
+    assert key_filter.may_hold_any(mixed) == [key for key in mixed if key_filter.may_hold(key)]
     key_filter.add_many([rng.randbytes(9) for _ in range(50_000)])
     assert not key_filter.on and key_filter.may_hold(others[0])
     with pytest.raises(ValueError, match="power of two"):
