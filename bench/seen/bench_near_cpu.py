@@ -142,6 +142,7 @@ class Tree:
         self.asker_seconds = 0.0
         self.owner_seconds = 0.0
         self.near_pages = 0
+        self.verdicts: list[tuple[str, str | None]] = []  # each page's original, to check both trees agree
 
     def crawl(self, pages: list[Page], clock: list[float]) -> None:
         near, mesh, encode, decode = self.near, self.mesh, self.encoder.encode, self.decoder.decode
@@ -179,6 +180,7 @@ class Tree:
             is_near = match is not None and match.similarity >= content.near_threshold
             found = (match.url, match.fetched_at, match.similarity) if match is not None and is_near else None
             self.near_pages += found is not None
+            self.verdicts.append((page.url, None if found is None else found[0]))
             content.record_near(page.url, found)
         self.owner_seconds += owner_seconds
         self.asker_seconds += time.process_time() - started - owner_seconds
@@ -279,6 +281,8 @@ def main() -> None:
                 f" ms per page on average), {tree.near_pages} near-duplicates"
             )
         if len(trees) == 2:
+            same = trees[0].verdicts == trees[1].verdicts
+            print(f"  the same near-duplicate verdicts, page by page: {'yes' if same else 'NO'}")
             ratios = sorted(a / b for a, b in zip(rounds[0], rounds[1], strict=True))
             print(
                 f"  other/this: {median(rounds[0]) / median(rounds[1]):.2f}x of the medians;"
