@@ -13,9 +13,25 @@ from crawlspace.distributed.nearclaims import NearMatch
 async def gather_near(
     waiting: Mapping[int, asyncio.Future[NearMatch | None]], timeout: float
 ) -> tuple[dict[int, NearMatch | None], list[int]]:
-    """The answers that came within `timeout` (owner -> best match or None), and the owners that were silent."""
-    if waiting:
-        await asyncio.wait(list(waiting.values()), timeout=timeout)
+    """The answers that came within `timeout` (owner -> best match or None), and the owners that were silent.
+
+    Why not `asyncio.wait(..., timeout=)`: its waiter future and a done callback on each answer cost about
+    9 us per page against 4 for awaiting the answers themselves (issue 17); one timer cancels the answers
+    not in by `timeout` (a cancelled answer is a silent owner, as one whose peer went away), so the
+    futures the transport holds are done once this returns, whichever way."""
+    pending = [future for future in waiting.values() if not future.done()]
+    if pending:
+        task = asyncio.current_task()
+        expiry = asyncio.get_running_loop().call_later(timeout, _give_up, pending)
+        try:
+            for future in pending:
+                try:
+                    await future
+                except asyncio.CancelledError:
+                    if task is not None and task.cancelling():  # the asker itself is cancelled, not an answer
+                        raise
+        finally:
+            expiry.cancel()
     answers: dict[int, NearMatch | None] = {}
     silent: list[int] = []
     for owner, future in waiting.items():
@@ -24,3 +40,8 @@ async def gather_near(
         else:
             silent.append(owner)
     return answers, silent
+
+
+def _give_up(pending: list[asyncio.Future[NearMatch | None]]) -> None:
+    for future in pending:
+        future.cancel()

@@ -46,7 +46,8 @@ Nothing here touches a transport or a clock: the engine passes `asked_at`, the t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -54,10 +55,11 @@ import numpy as np
 
 from crawlspace.distributed.assignment import band_owner
 from crawlspace.seen.content import NearCandidate
-from crawlspace.seen.shingles import SigArray, band_keys, similarity
+from crawlspace.seen.shingles import SigArray, band_key_list, similarity
 
 MAX_BANDS = 256
 """Band numbers travel as one byte (seen.ContentSeen's band table keys)."""
+_key = operator.itemgetter(1)
 
 
 class NearQuestionError(ValueError):
@@ -77,7 +79,13 @@ class NearQuestion:
     def __post_init__(self) -> None:
         if not self.signature or len(self.signature) % 2:
             raise NearQuestionError(f"{self.url}: a signature of {len(self.signature)} bytes")
-        if not self.bands or any(not 0 <= band < MAX_BANDS or not 0 <= key < 1 << 64 for band, key in self.bands):
+        bands = self.bands  # min and max of the pairs give the band numbers' range (scans in C: issue 17)
+        if (
+            not bands
+            or min(bands)[0] < 0
+            or max(bands)[0] >= MAX_BANDS
+            or not 0 <= min(map(_key, bands)) <= max(map(_key, bands)) < 1 << 64
+        ):
             raise NearQuestionError(f"{self.url}: band keys {self.bands[:3]!r} out of range")
 
     def signature_values(self) -> SigArray:
@@ -94,25 +102,35 @@ class NearMatch:
     similarity: float
 
 
+class NearLookup(Protocol):
+    """One question's reads of an owner's band table: what the answer is decided from, and the indexing
+    that may follow, made without reading again (in the same step of the owner's event loop)."""
+
+    @property
+    def asked_at(self) -> float | None:
+        """When the page was asked about, as indexed here; None if it is not."""
+        ...
+
+    @property
+    def candidates(self) -> list[NearCandidate]:
+        """The pages indexed under any of the question's band keys, each once, the page's own entry left out."""
+        ...
+
+    def index(self, fetched_at: float, asked_at: float, signature: bytes) -> None:
+        """Index the page under the question's band keys, replacing the keys and signature it had here before."""
+        ...
+
+
 class NearIndex(Protocol):
     """The owner's band table (seen.ContentSeen): band key -> pages, each page's signature.
 
-    Implementers: both calls happen in one step of the owner's event loop, so a question is looked
-    up and indexed atomically with respect to every other question; state is made durable like the
-    rest of the content set (at checkpoints), and memory must not grow with the pages indexed."""
+    Implementers: the lookup and its indexing happen in one step of the owner's event loop, so a
+    question is looked up and indexed atomically with respect to every other question; state is made
+    durable like the rest of the content set (at checkpoints), and memory must not grow with the pages
+    indexed."""
 
-    def near_candidates(self, bands: Iterable[tuple[int, int]], url: str) -> list[NearCandidate]:
-        """The pages indexed under any of these band keys, each once, `url`'s own entry left out."""
-        ...
-
-    def index_near(
-        self, url: str, fetched_at: float, asked_at: float, signature: bytes, bands: Iterable[tuple[int, int]]
-    ) -> None:
-        """Index `url` under these band keys, replacing the keys and signature it had here before."""
-        ...
-
-    def near_asked_at(self, url: str) -> float | None:
-        """When `url` was asked about, as indexed here; None if it is not."""
+    def near_lookup(self, url: str, bands: Sequence[tuple[int, int]]) -> NearLookup:
+        """What is indexed here under these band keys (and of `url` itself)."""
         ...
 
 
@@ -120,10 +138,10 @@ def near_questions(
     url: str, fetched_at: float, asked_at: float, signature: SigArray, rows: int, partitions: int
 ) -> dict[int, NearQuestion]:
     """One question per partition owning some of the signature's band keys (`rows` values per band)."""
-    keys: dict[int, list[tuple[int, int]]] = {}
-    for band, key in enumerate(band_keys(signature, rows).tolist()):
-        keys.setdefault(band_owner(key, partitions), []).append((band, key))
     data = np.ascontiguousarray(signature, "<u2").tobytes()
+    keys: dict[int, list[tuple[int, int]]] = {}
+    for band, key in enumerate(band_key_list(data, rows)):
+        keys.setdefault(band_owner(key, partitions), []).append((band, key))
     return {owner: NearQuestion(url, fetched_at, asked_at, data, tuple(bands)) for owner, bands in keys.items()}
 
 
@@ -131,14 +149,15 @@ def answer_near(index: NearIndex, question: NearQuestion, threshold: float) -> N
     """The owner's side: its best candidate for the page among those asked before it (see the race in
     the module docstring), None if there is none; the page is indexed here unless that candidate is
     at or above `threshold` (only originals are indexed, as far as this owner can tell)."""
-    values = question.signature_values()
+    lookup = index.near_lookup(question.url, question.bands)
     asked_at = question.asked_at
-    before = index.near_asked_at(question.url)
+    before = lookup.asked_at
     if before is not None and before < asked_at:  # asked again (fetched again after a crash, refreshed):
         asked_at = before  # it keeps its place, or a page named its near-duplicate meanwhile would become its original
     place = (asked_at, question.url)
     best: NearMatch | None = None
-    for candidate in index.near_candidates(question.bands, question.url):
+    values = question.signature_values()
+    for candidate in lookup.candidates:
         if len(candidate.signature) != len(question.signature) or (candidate.asked_at, candidate.url) >= place:
             continue
         match = NearMatch(
@@ -147,7 +166,7 @@ def answer_near(index: NearIndex, question: NearQuestion, threshold: float) -> N
         if best is None or _preference(match) < _preference(best):
             best = match
     if best is None or best.similarity < threshold:
-        index.index_near(question.url, question.fetched_at, asked_at, question.signature, question.bands)
+        lookup.index(question.fetched_at, asked_at, question.signature)
     return best
 
 

@@ -396,7 +396,7 @@ class SocketMesh:
 
 
 def _near_question_fields(question: NearQuestion) -> list[Any]:
-    bands = [value for pair in question.bands for value in pair]
+    bands = list(itertools.chain.from_iterable(question.bands))
     return [question.url, question.fetched_at, question.asked_at, question.signature, bands]
 
 
@@ -404,5 +404,5 @@ def _near_question(fields: list[Any]) -> NearQuestion:
     url, fetched_at, asked_at, signature, bands = fields
     if not isinstance(url, str) or not isinstance(signature, bytes) or not isinstance(bands, list) or len(bands) % 2:
         raise NearQuestionError(f"malformed near-duplicate question {fields!r:.120}")
-    pairs = tuple((int(bands[k]), int(bands[k + 1])) for k in range(0, len(bands), 2))
+    pairs = tuple(zip(map(int, bands[0::2]), map(int, bands[1::2]), strict=True))
     return NearQuestion(url, float(fetched_at), float(asked_at), signature, pairs)

@@ -24,7 +24,7 @@ which URL had the body first (`claim_first`, on that partition's set); each part
 passes the answer to its own `check` (`first=`), which keeps it as the body's first URL here
 too, so that one original holds for the whole crawl, whichever partition fetched it. The
 near-duplicate test is the partitions' together too (distributed.nearclaims): a partition
-answers on the LSH band keys it owns (`near_candidates`, `index_near`) and records its own
+answers on the LSH band keys it owns (`near_lookup`) and records its own
 pages' verdicts from the owners' answers (`record_near`) instead of calling `check_near`.
 
 Each URL's record keeps its content fingerprint (IIR §20.2.1): when a page is fetched again
@@ -76,10 +76,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 import math
 import shutil
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -96,7 +97,8 @@ SCHEMA = b"crawlspace-content-seen/1"
 _FP_RECORD = struct.Struct("<Qd")  # first URL's fingerprint, its fetch time; then the URL
 _URL_RECORD = struct.Struct("<QdBfQH")  # content fp, fetch time, kind, similarity, of-URL fp, signature bytes
 _NEAR_RECORD = struct.Struct("<ddBH")  # fetch time, question time, band keys, signature bytes; then those, the URL
-_BAND_KEY_BYTES = 9  # band number, band key (big-endian): the key of a band table
+_BAND_KEY = struct.Struct(">BQ")  # band number, band key (big-endian): the key of a band table
+_BAND_KEY_BYTES = _BAND_KEY.size
 _MEMBER_BYTES = 8  # a band table's value: the URL fingerprints (big-endian) of its pages, concatenated
 
 # the tables (seen.contentstore.ContentStore), by number
@@ -104,6 +106,7 @@ _FP, _URL, _BAND, _META, _ORACLE, _NEAR_BAND, _NEAR_SIG, _NEAR_OF, _OUTDATED = r
 _TABLE_NUMBERS = {b"fp": _FP, b"url": _URL, b"band": _BAND, b"meta": _META, b"oracle": _ORACLE,
                   b"nearband": _NEAR_BAND, b"nearsig": _NEAR_SIG, b"nearof": _NEAR_OF}  # fmt: skip
 _COUNTED = (_URL, _NEAR_SIG)
+_FILTERED = (_FP, _URL, _BAND, _ORACLE, _NEAR_BAND, _NEAR_SIG)  # keys of random bits, mostly read when absent
 _OUTDATED_KEY = struct.Struct(">HQd")  # peer, URL fingerprint, time of the fetch that replaced the version
 _OUTDATED_VALUE = struct.Struct("<HQd")  # peer, the old body's fingerprint, that time; then the URL
 
@@ -115,6 +118,41 @@ class NearCandidate(NamedTuple):
     fetched_at: float
     asked_at: float
     signature: bytes
+
+
+class OwnedNearLookup:
+    """One near-duplicate question's reads of this partition's share of the LSH table (`near_lookup`):
+    the owner decides its answer from `asked_at` and `candidates`, then `index`es the page with the
+    band members already read (issue 17: reading them again, and the page's own entry twice more,
+    was a third of the owner's CPU)."""
+
+    __slots__ = ("_seen", "asked_at", "band_bytes", "candidates", "members", "previous", "url", "url_key", "version")
+
+    def __init__(
+        self,
+        seen: ContentSeen,
+        url: str,
+        url_key: bytes,
+        band_bytes: list[bytes],
+        members: list[list[bytes]],
+        previous: bytes | None,
+        version: int,
+        asked_at: float | None,
+        candidates: list[NearCandidate],
+    ) -> None:
+        self._seen = seen
+        self.url = url
+        self.url_key = url_key
+        self.band_bytes = band_bytes  # the band table's keys of the question's bands
+        self.members = members  # each band's members as read
+        self.previous = previous  # the page's entry here, if it was indexed here before
+        self.version = version  # the set's changes when read
+        self.asked_at = asked_at  # when the page was asked about, as indexed here (None: it is not)
+        self.candidates = candidates  # the other pages under those bands, each once
+
+    def index(self, fetched_at: float, asked_at: float, signature: bytes) -> None:
+        """Index the page under the question's bands, replacing the keys and signature it had here."""
+        self._seen._index_near(self, fetched_at, asked_at, signature)
 
 
 class OutdatedNotice(NamedTuple):
@@ -221,7 +259,7 @@ class ContentSeen:
             if reset and self.directory.exists():
                 shutil.rmtree(self.directory)
             self.directory.mkdir(parents=True, exist_ok=True)
-            store = RocksContentStore(self.directory, counted=_COUNTED)
+            store = RocksContentStore(self.directory, counted=_COUNTED, filtered=_FILTERED)
             migrate_lmdb(self.directory, store, _TABLE_NUMBERS)
         self.near_threshold = near_threshold
         self.shingler = Shingler(shingle_words=shingle_words, num_perm=num_perm)
@@ -231,6 +269,7 @@ class ContentSeen:
         self.outdated_peers: tuple[int, ...] = ()  # the other partitions, told of outdated versions
         self.on_outdated: Callable[[], None] | None = None  # told when a notice is put (the transport's wake-up)
         self._uncommitted = 0
+        self._version = 0  # changes made (`_changed`): a near lookup is reused for indexing only if none came between
         self._check_parameters(shingle_words, num_perm)
         # notices left by an earlier run (killed before their acknowledgement) are to be sent as new ones
         self.outdated_added = sum(1 for _ in store.values(_OUTDATED))
@@ -274,10 +313,16 @@ class ContentSeen:
     def _members(self, table: int, band_keys: list[bytes]) -> list[list[bytes]]:
         return [self._split(stored) for stored in self._tables.get_many(table, band_keys)]
 
-    def _add_member(self, table: int, band_key: bytes, url_key: bytes, members: list[bytes]) -> None:
-        """Add `url_key` to the band whose current `members` the caller read."""
-        if url_key not in members:
-            self._tables.put(table, band_key, b"".join(members) + url_key)
+    def _add_members(self, table: int, keys: list[bytes], url_key: bytes, members: list[list[bytes]]) -> None:
+        """Add `url_key` to each band whose current `members` the caller read."""
+        self._tables.put_many(
+            table,
+            [
+                (band_key, b"".join(band_members) + url_key)
+                for band_key, band_members in zip(keys, members, strict=True)
+                if url_key not in band_members
+            ],
+        )
 
     def _discard_member(self, table: int, band_key: bytes, url_key: bytes) -> None:
         members = self._split(self._tables.get(table, band_key))
@@ -386,7 +431,7 @@ class ContentSeen:
         signature = self.shingler.signature(text)
         if signature is None:
             return NEW
-        keys = [bytes([band]) + _key(key) for band, key in enumerate(band_keys(signature, self.rows).tolist())]
+        keys = list(itertools.starmap(_BAND_KEY.pack, enumerate(band_keys(signature, self.rows).tolist())))
         members = self._members(_BAND, keys)
         best_fp, best_similarity = self._best_candidate(url_fp, signature, members)
         if best_fp is not None and best_similarity >= self.near_threshold:
@@ -397,8 +442,7 @@ class ContentSeen:
             tables.put(_URL, url_key, near.pack())
             return ContentVerdict(ContentKind.NEAR, original.url, original.fetched_at, best_similarity)
         tables.put(_URL, url_key, dataclasses.replace(record, signature=signature.tobytes()).pack())
-        for band_key, band_members in zip(keys, members, strict=True):
-            self._add_member(_BAND, band_key, url_key, band_members)
+        self._add_members(_BAND, keys, url_key, members)
         return NEW
 
     def record_near(self, url: str, match: tuple[str, float, float] | None) -> ContentVerdict:
@@ -425,42 +469,48 @@ class ContentSeen:
 
     # -- the share of the crawl's LSH table this partition owns (distributed.nearclaims.NearIndex) -------
 
-    def near_candidates(self, bands: Iterable[tuple[int, int]], url: str) -> list[NearCandidate]:
-        own = _key(url_fingerprint(url))
-        seen: set[bytes] = {own}
-        found: list[NearCandidate] = []
-        tables = self._tables
-        for members in self._members(_NEAR_BAND, [bytes([band]) + _key(key) for band, key in bands]):
-            for url_key in members:
-                if url_key in seen:
-                    continue
-                seen.add(url_key)
-                stored = tables.get(_NEAR_SIG, url_key)
-                if stored is not None:
-                    found.append(_near_candidate(stored))
-        return found
-
-    def index_near(
-        self, url: str, fetched_at: float, asked_at: float, signature: bytes, bands: Iterable[tuple[int, int]]
-    ) -> None:
+    def near_lookup(self, url: str, bands: Sequence[tuple[int, int]]) -> OwnedNearLookup:
+        """What this share of the LSH table holds for a question (distributed.nearclaims.NearIndex)."""
         url_key = _key(url_fingerprint(url))
         tables = self._tables
+        band_bytes = list(itertools.starmap(_BAND_KEY.pack, bands))
+        members = self._members(_NEAR_BAND, band_bytes)
         previous = tables.get(_NEAR_SIG, url_key)
+        candidates: list[NearCandidate] = []
+        if any(members):
+            seen: set[bytes] = {url_key}
+            for band_members in members:
+                for member in band_members:
+                    if member in seen:
+                        continue
+                    seen.add(member)
+                    stored = tables.get(_NEAR_SIG, member)
+                    if stored is not None:
+                        candidates.append(_near_candidate(stored))
+        asked_at = None if previous is None else float(_NEAR_RECORD.unpack_from(previous)[1])
+        return OwnedNearLookup(self, url, url_key, band_bytes, members, previous, self._version, asked_at, candidates)
+
+    def _index_near(self, lookup: OwnedNearLookup, fetched_at: float, asked_at: float, signature: bytes) -> None:
+        """`OwnedNearLookup.index`: from what the lookup read, unless the set changed since (then read
+        again: another page indexed meanwhile would be lost from a band written from the old members),
+        and the members read again after the page's old keys go (it was indexed here before)."""
+        url_key = lookup.url_key
+        tables = self._tables
+        members = lookup.members
+        previous = lookup.previous
+        if lookup.version != self._version:
+            previous = tables.get(_NEAR_SIG, url_key)
         if previous is not None:  # the page fetched again with other text: its old keys go
             count = _NEAR_RECORD.unpack_from(previous)[2]
             start = _NEAR_RECORD.size
             for offset in range(start, start + count * _BAND_KEY_BYTES, _BAND_KEY_BYTES):
                 self._discard_member(_NEAR_BAND, previous[offset : offset + _BAND_KEY_BYTES], url_key)
-        band_bytes = [bytes([band]) + _key(key) for band, key in bands]
-        head = _NEAR_RECORD.pack(fetched_at, asked_at, len(band_bytes), len(signature))
-        tables.put(_NEAR_SIG, url_key, head + b"".join(band_bytes) + signature + _utf8(url))
-        for band_key, members in zip(band_bytes, self._members(_NEAR_BAND, band_bytes), strict=True):
-            self._add_member(_NEAR_BAND, band_key, url_key, members)
+        if previous is not None or lookup.version != self._version:
+            members = self._members(_NEAR_BAND, lookup.band_bytes)
+        head = _NEAR_RECORD.pack(fetched_at, asked_at, len(lookup.band_bytes), len(signature))
+        tables.put(_NEAR_SIG, url_key, head + b"".join(lookup.band_bytes) + signature + _utf8(lookup.url))
+        self._add_members(_NEAR_BAND, lookup.band_bytes, url_key, members)
         self._changed()
-
-    def near_asked_at(self, url: str) -> float | None:
-        stored = self._tables.get(_NEAR_SIG, _key(url_fingerprint(url)))
-        return None if stored is None else float(_NEAR_RECORD.unpack_from(stored)[1])
 
     def near_indexed(self) -> int:
         """Pages indexed in this partition's share of the crawl's LSH table."""
@@ -509,7 +559,7 @@ class ContentSeen:
         if record.signature:
             keys = band_keys(np.frombuffer(record.signature, np.uint16), self.rows)
             for band, key in enumerate(keys.tolist()):
-                self._discard_member(_BAND, bytes([band]) + _key(key), url_key)
+                self._discard_member(_BAND, _BAND_KEY.pack(band, key), url_key)
         tables.delete(_URL, url_key)
         if record.kind == ContentKind.NEAR:
             tables.delete(_NEAR_OF, url_key)
@@ -607,6 +657,7 @@ class ContentSeen:
     # -- durability ---------------------------------------------------------------------------------------
 
     def _changed(self) -> None:
+        self._version += 1
         self._uncommitted += 1
         if self._uncommitted >= self.commit_every:
             self._tables.commit()

@@ -26,6 +26,20 @@ writes (a page's record, then its bands). So the writes since the last commit wa
 that is (ContentSeen.commit_every). `sync` makes the committed batches durable against power loss
 too (an fsync of RocksDB's write-ahead log); a commit alone survives kill -9.
 
+Absent keys: most of a page's reads are of keys that are not there (a new page's URL and body
+fingerprints, and nearly all of its LSH band keys, which hold 0 or 1 page each), and a RocksDB get
+costs its bloom filters in every memtable and level plus rocksdict's call: issue 17 measured the
+reads of the near-duplicate test alone (a MultiGet per page and owner for the bands, three gets of
+the page's own entry) at a third of its CPU. So the tables the caller names as `filtered` (keys that
+are fingerprints, random bits) have a bloom filter here in front of RocksDB (`KeyFilter`): a fixed
+bitmap of `filter_bytes` (2 MiB by default: under 1% false positives for the 1 M keys a process of a
+2-process crawl holds at 100,000 pages), set for the keys of every committed batch (the uncommitted
+writes are read first: they need none) and never cleared (a deleted key only costs a lookup again).
+It is only ever a superset of the committed keys, so its "no" is exact whatever a crash rolled back;
+it is rebuilt from a scan of those tables' keys when the store opens, and once it has taken more keys
+than it can tell apart (`KeyFilter.capacity`) it is turned off for good (every read goes to RocksDB,
+as before it): neither its memory nor the scan grows with the crawl.
+
 Counting: RocksDB keeps no exact count of keys, and `len()` of the set is asked for, so the store
 counts the keys of the tables it is told to count, and writes the counts in every committed batch.
 """
@@ -39,7 +53,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+import numpy as np
 import rocksdict
+import xxhash
 
 from crawlspace.seen.sortedruns import SeenStateError
 
@@ -47,6 +63,8 @@ DEFAULT_CACHE_BYTES = 8 << 20
 """RocksDB's block cache (data, index and filter blocks) of one content set."""
 DEFAULT_WRITE_BUFFER_BYTES = 4 << 20
 """One memtable; RocksDB keeps at most two (one being flushed)."""
+DEFAULT_FILTER_BYTES = 2 << 20
+"""The bloom filter of the `filtered` tables' keys (see the module: absent keys)."""
 _COUNT_TABLE = 0
 _COUNT = struct.Struct("<q")
 
@@ -71,6 +89,10 @@ class ContentStore(Protocol):
         ...
 
     def put(self, table: int, key: bytes, value: bytes) -> None: ...
+
+    def put_many(self, table: int, items: list[tuple[bytes, bytes]]) -> None:
+        """`put` of each (key, value) (one call: a page's LSH bands)."""
+        ...
 
     def delete(self, table: int, key: bytes) -> None: ...
 
@@ -111,6 +133,83 @@ class _Pending:
         return self.counts.get(table, 0)
 
 
+class KeyFilter:
+    """A bloom filter of keys (3 probes by double hashing of the key's xxh3), off once past `capacity`.
+
+    Why xxh3 of the whole key rather than its bits: the keys of the band tables are band number and
+    band key, and one band key value may stand in several bands; any hash does, as a collision only
+    costs a lookup, but an even one keeps the false positives at their rate. Keys are added in bulk
+    (`add_many`, numpy: a key added one by one in Python cost more than the RocksDB read it saves)."""
+
+    def __init__(self, size_bytes: int) -> None:
+        if size_bytes < 8 or size_bytes & (size_bytes - 1):
+            raise ValueError("a key filter's size must be a power of two of at least 8 bytes")
+        self._bits: bytearray | None = bytearray(size_bytes)
+        self._mask = size_bytes * 8 - 1
+        self.capacity = size_bytes
+        """Keys past which the filter is turned off: 8 bits a key, about 3% false positives at 3 probes."""
+        self.keys = 0
+        """Keys added (a key added again counts again: the filter may turn off early, never late)."""
+
+    @property
+    def on(self) -> bool:
+        return self._bits is not None
+
+    def add_many(self, keys: list[bytes]) -> None:
+        if self._bits is None or not keys:
+            return
+        self.keys += len(keys)
+        if self.keys > self.capacity:
+            self._bits = None  # saturated: every read goes to the store, and the memory is given back
+            return
+        bits = np.frombuffer(self._bits, np.uint8)
+        mask = np.uint64(self._mask)
+        hashed = np.fromiter(map(xxhash.xxh3_64_intdigest, keys), np.uint64, count=len(keys))
+        first, step = hashed & mask, (hashed >> np.uint64(32)) | np.uint64(1)
+        for probe in (first, first + step, first + np.uint64(2) * step):
+            probe &= mask
+            np.bitwise_or.at(
+                bits, probe >> np.uint64(3), np.left_shift(np.uint8(1), (probe & np.uint64(7)).astype(np.uint8))
+            )
+
+    def may_hold_any(self, keys: list[bytes]) -> list[bytes]:
+        """The `keys` that `may_hold` (one call for a page's bands: most often none)."""
+        bits = self._bits
+        if bits is None:
+            return keys
+        mask = self._mask
+        hash_of = xxhash.xxh3_64_intdigest
+        found = []
+        for key in keys:
+            hashed = hash_of(key)
+            first, step = hashed & mask, (hashed >> 32) | 1
+            if not bits[first >> 3] >> (first & 7) & 1:
+                continue
+            second = (first + step) & mask
+            if not bits[second >> 3] >> (second & 7) & 1:
+                continue
+            third = (first + 2 * step) & mask
+            if bits[third >> 3] >> (third & 7) & 1:
+                found.append(key)
+        return found
+
+    def may_hold(self, key: bytes) -> bool:
+        """False only if `key` was never added (always True once the filter is off)."""
+        bits = self._bits
+        if bits is None:
+            return True
+        mask = self._mask
+        hashed = xxhash.xxh3_64_intdigest(key)
+        first, step = hashed & mask, (hashed >> 32) | 1
+        if not bits[first >> 3] >> (first & 7) & 1:
+            return False
+        second = (first + step) & mask
+        if not bits[second >> 3] >> (second & 7) & 1:
+            return False
+        third = (first + 2 * step) & mask
+        return bool(bits[third >> 3] >> (third & 7) & 1)
+
+
 class RocksContentStore:
     """A ContentStore in a RocksDB database under `directory`, with bounded memory (see the module)."""
 
@@ -119,9 +218,12 @@ class RocksContentStore:
         directory: str | Path,
         *,
         counted: Iterable[int] = (),
+        filtered: Iterable[int] = (),
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         write_buffer_bytes: int = DEFAULT_WRITE_BUFFER_BYTES,
+        filter_bytes: int = DEFAULT_FILTER_BYTES,
     ) -> None:
+        """`filtered`: tables whose reads a bloom filter answers first (see the module: absent keys)."""
         self.directory = Path(directory)
         options = rocksdict.Options(raw_mode=True)
         options.create_if_missing(True)
@@ -148,6 +250,26 @@ class RocksContentStore:
             stored = self._db.get(bytes((_COUNT_TABLE, table_number)))
             counts[table_number] = _COUNT.unpack(stored)[0] if stored is not None else 0
         self._pending = _Pending(counted, counts)
+        self._filtered = frozenset(filtered)
+        self._filter = KeyFilter(filter_bytes)
+        for table_number in sorted(self._filtered):
+            keys = self._keys(table_number)
+            while self._filter.on:
+                chunk = list(itertools.islice(keys, 1 << 16))
+                if not chunk:
+                    break
+                self._filter.add_many(chunk)
+
+    def _keys(self, table: int) -> Iterator[bytes]:
+        """The committed keys of `table`, with its number in front."""
+        options = rocksdict.ReadOptions()
+        if table < 255:
+            options.set_iterate_upper_bound(bytes((table + 1,)))
+        iterator = self._open().iter(options)
+        iterator.seek(bytes((table,)))
+        while iterator.valid():
+            yield iterator.key()
+            iterator.next()
 
     def __repr__(self) -> str:
         return f"RocksContentStore({str(self.directory)!r}, {len(self._pending.writes)} uncommitted)"
@@ -162,6 +284,8 @@ class RocksContentStore:
         writes = self._pending.writes
         if full in writes:
             return writes[full]
+        if table in self._filtered and not self._filter.may_hold(full):
+            return None
         value: bytes | None = self._open().get(full)
         return value
 
@@ -169,13 +293,29 @@ class RocksContentStore:
         prefix = bytes((table,))
         full = [prefix + key for key in keys]
         writes = self._pending.writes
-        found = cast(list[bytes | None], self._open().get(cast(list[Any], full)))  # MultiGet: half the cost of gets
-        return [writes.get(key, value) for key, value in zip(full, found, strict=True)]
+        if table in self._filtered:
+            asked = self._filter.may_hold_any([key for key in full if key not in writes])
+            if not asked:  # the common case: no band of a page shared with another
+                return [writes.get(key) for key in full]
+        else:
+            asked = full
+        db = self._open()
+        found = cast(list[bytes | None], db.get(cast(list[Any], asked)))  # MultiGet: half the cost of gets
+        stored = dict(zip(asked, found, strict=True))
+        return [writes[key] if key in writes else stored.get(key) for key in full]
 
     def put(self, table: int, key: bytes, value: bytes) -> None:
         if table in self._pending.counted:
             self._pending.note(table, self.get(table, key) is not None, True)
         self._pending.writes[bytes((table,)) + key] = value
+
+    def put_many(self, table: int, items: list[tuple[bytes, bytes]]) -> None:
+        if table in self._pending.counted:
+            for key, value in items:
+                self.put(table, key, value)
+            return
+        prefix = bytes((table,))
+        self._pending.writes.update([(prefix + key, value) for key, value in items])
 
     def delete(self, table: int, key: bytes) -> None:
         if table in self._pending.counted:
@@ -224,6 +364,11 @@ class RocksContentStore:
             self._open().write(batch, self._unsynced)
         except Exception as exc:  # rocksdict raises plain exceptions for I/O errors
             raise _os_error(self.directory, exc) from exc
+        if self._filtered and self._filter.on:  # reads look in `pending` first: its keys need no filter before
+            filtered = self._filtered
+            self._filter.add_many(
+                [key for key, value in pending.writes.items() if value is not None and key[0] in filtered]
+            )
         pending.writes.clear()
 
     def sync(self) -> None:
@@ -290,6 +435,10 @@ class MemoryContentStore:
     def put(self, table: int, key: bytes, value: bytes) -> None:
         self._pending.note(table, self.get(table, key) is not None, True)
         self._pending.writes[bytes((table,)) + key] = value
+
+    def put_many(self, table: int, items: list[tuple[bytes, bytes]]) -> None:
+        for key, value in items:
+            self.put(table, key, value)
 
     def delete(self, table: int, key: bytes) -> None:
         self._pending.note(table, self.get(table, key) is not None, False)

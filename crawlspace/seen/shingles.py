@@ -254,13 +254,17 @@ def similarity(left: SigArray, right: SigArray) -> float:
 
 def band_keys(signature: SigArray, rows: int) -> U64:
     """One 64-bit key per band of `rows` values (xxh3 of the band's bytes): equal keys, equal bands."""
-    data = np.ascontiguousarray(signature).tobytes()
+    return np.array(band_key_list(np.ascontiguousarray(signature, "<u2").tobytes(), rows), np.uint64)
+
+
+def band_key_list(signature: bytes, rows: int) -> list[int]:
+    """`band_keys` of a signature's bytes (uint16 little-endian), as ints: what a near-duplicate question
+    carries, without the array and its conversion back (distributed.nearclaims)."""
     width = 2 * rows
-    return np.fromiter(
-        (xxhash.xxh3_64_intdigest(data[start : start + width]) for start in range(0, len(data) - width + 1, width)),
-        np.uint64,
-        count=len(data) // width,
-    )
+    return [
+        xxhash.xxh3_64_intdigest(signature[start : start + width])
+        for start in range(0, len(signature) - width + 1, width)
+    ]
 
 
 def choose_bands(num_perm: int, threshold: float, recall: float = 0.999) -> tuple[int, int]:

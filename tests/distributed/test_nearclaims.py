@@ -5,7 +5,8 @@ does; the owners' store is seen.ContentSeen (persisted, checkpointed) or a dict.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -50,23 +51,31 @@ class DictIndex:
         self.bands: dict[tuple[int, int], set[str]] = {}
         self.pages: dict[str, tuple[NearCandidate, tuple[tuple[int, int], ...]]] = {}
 
-    def near_candidates(self, bands: Iterable[tuple[int, int]], url: str) -> list[NearCandidate]:
+    def near_lookup(self, url: str, bands: Sequence[tuple[int, int]]) -> DictLookup:
         urls = set().union(*(self.bands.get(band, set()) for band in bands)) - {url}
-        return [self.pages[other][0] for other in sorted(urls)]
-
-    def index_near(
-        self, url: str, fetched_at: float, asked_at: float, signature: bytes, bands: Iterable[tuple[int, int]]
-    ) -> None:
-        if url in self.pages:
-            for band in self.pages[url][1]:
-                self.bands[band].discard(url)
-        keys = tuple(bands)
-        for band in keys:
-            self.bands.setdefault(band, set()).add(url)
-        self.pages[url] = (NearCandidate(url, fetched_at, asked_at, signature), keys)
+        asked_at = self.pages[url][0].asked_at if url in self.pages else None
+        return DictLookup(self, url, tuple(bands), asked_at, [self.pages[other][0] for other in sorted(urls)])
 
     def near_asked_at(self, url: str) -> float | None:
         return self.pages[url][0].asked_at if url in self.pages else None
+
+
+@dataclass
+class DictLookup:
+    owner: DictIndex
+    url: str
+    bands: tuple[tuple[int, int], ...]
+    asked_at: float | None
+    candidates: list[NearCandidate]
+
+    def index(self, fetched_at: float, asked_at: float, signature: bytes) -> None:
+        pages, bands = self.owner.pages, self.owner.bands
+        if self.url in pages:
+            for band in pages[self.url][1]:
+                bands[band].discard(self.url)
+        for band in self.bands:
+            bands.setdefault(band, set()).add(self.url)
+        pages[self.url] = (NearCandidate(self.url, fetched_at, asked_at, signature), self.bands)
 
 
 def ask(owners: list[DictIndex] | list[ContentSeen], url: str, words: str, at: float) -> NearMatch | None:
@@ -262,3 +271,19 @@ def test_a_near_verdict_from_the_owners_names_an_original_fetched_elsewhere(tmp_
 def test_a_malformed_question_is_refused_with_its_reason(signature: bytes, bands: tuple[tuple[int, int], ...]) -> None:
     with pytest.raises(NearQuestionError, match=r"http://a\.test/"):
         NearQuestion("http://a.test/", 1.0, 1.0, signature, bands)
+
+
+def test_a_lookup_indexed_after_the_set_changed_reads_the_bands_again(tmp_path: Path) -> None:
+    """Two lookups of the same band before either page is indexed: the second indexing must not write the
+    band from the members it read before the first (which would drop the first page from it)."""
+    content = ContentSeen(tmp_path)
+    signature = SHINGLER.signature(text(90))
+    assert signature is not None
+    data, bands = signature.tobytes(), ((0, 11), (1, 12))
+    first = content.near_lookup("http://p.test/", bands)
+    second = content.near_lookup("http://q.test/", bands)
+    first.index(1.0, 1.0, data)
+    second.index(2.0, 2.0, data)
+    found = content.near_lookup("http://r.test/", bands).candidates
+    assert sorted(candidate.url for candidate in found) == ["http://p.test/", "http://q.test/"]
+    content.close()

@@ -4,6 +4,7 @@ LMDB sets of earlier crawls copied into the store when they resume."""
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from crawlspace.seen.contentstore import (
     LMDB_MULTI,
     LMDB_TABLES,
     ContentStore,
+    KeyFilter,
     MemoryContentStore,
     RocksContentStore,
 )
@@ -100,7 +102,7 @@ def test_a_band_shared_by_pages_holds_each_once_and_loses_only_the_one_discarded
     keys = [bytes([0]) + (1).to_bytes(8, "big"), bytes([1]) + (2).to_bytes(8, "big")]
     one, two = (1).to_bytes(8, "big"), (2).to_bytes(8, "big")
     for member in (one, two, one):
-        content._add_member(band, keys[0], member, content._members(band, keys)[0])
+        content._add_members(band, keys[:1], member, content._members(band, keys[:1]))
     assert content._members(band, keys) == [[one, two], []]
     content._discard_member(band, keys[0], one)
     content._discard_member(band, keys[1], one)  # not there: nothing changes
@@ -185,3 +187,63 @@ def test_a_full_disk_is_the_oserror_the_engine_stops_on_and_loses_nothing_commit
     reopened = RocksContentStore(tmp_path / "rocks", counted=(2,))
     assert reopened.get(2, b"kept") == b"1" and reopened.get(2, b"lost") is None and reopened.count(2) == 1
     reopened.close()
+
+
+@pytest.mark.parametrize("filter_bytes", [8, 1 << 12], ids=["saturated", "on"])
+def test_filtered_reads_are_the_stores_whatever_was_committed_rolled_back_or_reopened(
+    tmp_path: Path, filter_bytes: int
+) -> None:
+    """The bloom filter in front of RocksDB never hides a key: reads match the fake's through puts,
+    deletes, commits, a crash and reopenings (its rebuild from the committed keys); a filter too small
+    for the keys turns itself off."""
+    rng = random.Random(5)
+
+    def open_rocks() -> RocksContentStore:
+        return RocksContentStore(tmp_path / "rocks", counted=(2,), filtered=(1, 2), filter_bytes=filter_bytes)
+
+    rocks, fake = open_rocks(), MemoryContentStore(counted=(2,))
+    keys = [rng.randbytes(rng.choice((8, 9))) for _ in range(300)]
+    for step in range(3000):
+        table, key = rng.choice((1, 2, 3)), rng.choice(keys)
+        action = rng.random()
+        for store in (rocks, fake):
+            if action < 0.5:
+                store.put(table, key, b"%d" % step)
+            elif action < 0.6:
+                store.delete(table, key)
+        if step % 97 == 0:
+            rocks.commit()
+            fake.commit()
+        if step % 701 == 700:
+            if step % 2:
+                rocks.abandon()
+                fake.abandon()
+                fake = fake.reopened()
+            else:
+                rocks.close()
+                fake.close()
+                fake = fake.reopened()
+            rocks = open_rocks()
+        asked = rng.sample(keys, 8)
+        assert rocks.get(table, asked[0]) == fake.get(table, asked[0])
+        assert rocks.get_many(table, asked) == fake.get_many(table, asked)
+    assert rocks.count(2) == fake.count(2)
+    assert rocks._filter.on == (filter_bytes > 8)
+    rocks.close()
+
+
+def test_the_key_filter_has_no_false_negatives_few_false_positives_and_turns_off_past_its_capacity() -> None:
+    rng = random.Random(6)
+    keys = [rng.randbytes(9) for _ in range(20_000)]
+    key_filter = KeyFilter(1 << 16)  # capacity 65,536 keys
+    key_filter.add_many(keys[:10_000])
+    key_filter.add_many(keys[10_000:])
+    assert key_filter.on and all(key_filter.may_hold(key) for key in keys)
+    others = [rng.randbytes(9) for _ in range(20_000)]
+    assert sum(map(key_filter.may_hold, others)) < 0.01 * len(others)  # 26 bits a key: about 0.1%
+    mixed = keys[:500] + others
+    assert key_filter.may_hold_any(mixed) == [key for key in mixed if key_filter.may_hold(key)]
+    key_filter.add_many([rng.randbytes(9) for _ in range(50_000)])
+    assert not key_filter.on and key_filter.may_hold(others[0])
+    with pytest.raises(ValueError, match="power of two"):
+        KeyFilter(1000)
