@@ -44,12 +44,15 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench" / "throughput"))
 
+
+from stages import HEAVY_WEB, load_set  # noqa: E402
 
 import crawlspace.distributed.socketmesh  # noqa: E402  (the packages, before any module is swapped)
 import crawlspace.seen  # noqa: E402,F401
 from crawlspace.parse.html import parse_html  # noqa: E402
-from crawlspace.simweb import SimWeb, SimWebConfig  # noqa: E402
+from crawlspace.simweb import SimWeb  # noqa: E402
 from crawlspace.urls.fingerprint import url_fingerprint  # noqa: E402
 
 COMPARED = (
@@ -66,13 +69,7 @@ PARTITIONS = 2
 def crawl_pages(count: int, near_share: float) -> list[tuple[str, bytes]]:
     """Pages of the heavy web of bench/throughput/stages.py, spread over it as there, with `near_share` of
     them the web's planted near-copies each after its original (a sample spread so thin would hold no pair)."""
-    web = SimWeb.generate(
-        SimWebConfig(
-            hosts=300, seed=1, mean_pages_per_host=50, max_pages_per_host=250, page_bytes=(500, 160_000),
-            mean_page_bytes=16_000, mean_out_links=55.0, broken_link_fraction=0.2, include_trap=False,
-            page_style="realistic",
-        )
-    )  # fmt: skip
+    web = SimWeb.generate(HEAVY_WEB)
     copies = np.flatnonzero(web.data.near_of >= 0)  # extra nodes, after the regular pages
     pairs = int(count * near_share / 2)
     step = max(1, web.data.pages // (count - 2 * pairs))
@@ -86,34 +83,27 @@ def crawl_pages(count: int, near_share: float) -> list[tuple[str, bytes]]:
 
 
 def load_tree(checkout: Path) -> dict[str, ModuleType]:
-    """The compared modules from `checkout`'s files, each loaded while the ones before it stand under
-    their real names in sys.modules (so their imports of each other resolve to the same checkout)."""
-    saved = {name: sys.modules.get(name) for name in COMPARED}
-    loaded: dict[str, ModuleType] = {}
-    try:
-        for name in COMPARED:
-            base = checkout / name.replace(".", "/")
-            if name.endswith("_minhash"):
-                built = sorted(base.parent.glob("_minhash*.so"))
-                if not built:
-                    continue
-                spec = importlib.util.spec_from_file_location(
-                    name, built[0], loader=importlib.machinery.ExtensionFileLoader(name, str(built[0]))
-                )
-            else:
-                spec = importlib.util.spec_from_file_location(name, base.with_suffix(".py"))
-            assert spec is not None and spec.loader is not None, base
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-            loaded[name.rsplit(".", 1)[1]] = module
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
-    return loaded
+    """The compared modules from `checkout`'s files (so their imports of each other resolve to the same
+    checkout), by their last names; the C shingler where that checkout built it."""
+
+    def load_file(name: str) -> ModuleType | None:
+        base = checkout / name.replace(".", "/")
+        if name.endswith("_minhash"):
+            built = sorted(base.parent.glob("_minhash*.so"))
+            if not built:
+                return None
+            spec = importlib.util.spec_from_file_location(
+                name, built[0], loader=importlib.machinery.ExtensionFileLoader(name, str(built[0]))
+            )
+        else:
+            spec = importlib.util.spec_from_file_location(name, base.with_suffix(".py"))
+        assert spec is not None and spec.loader is not None, base
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    return {name.rsplit(".", 1)[1]: module for name, module in load_set(COMPARED, load_file).items()}
 
 
 @dataclass

@@ -25,7 +25,7 @@ import itertools
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -70,15 +70,17 @@ STORE_MODULES = [
 ]
 
 
-def load_store(checkout: Path, tag: str) -> dict[str, ModuleType]:
-    """The store's modules from `checkout`, each importing the others from the same checkout: they are
-    put under their own names in sys.modules while the next ones load, and the originals restored."""
-    saved = {name: sys.modules.get(name) for name in STORE_MODULES}
+def load_set(names: Sequence[str], load_one: Callable[[str], ModuleType | None]) -> dict[str, ModuleType]:
+    """Modules `names` of one checkout (`load_one` loads one from it, or says None: not there), each
+    importing the ones before it from the same checkout: they stand under their real names in
+    sys.modules while the next ones load, and the originals are put back."""
+    saved = {name: sys.modules.get(name) for name in names}
     loaded: dict[str, ModuleType] = {}
     try:
-        for name in STORE_MODULES:
-            loaded[name] = load(checkout, name, f"stage_{name.rsplit('.', 1)[1]}_{tag}")
-            sys.modules[name] = loaded[name]
+        for name in names:
+            module = load_one(name)
+            if module is not None:
+                loaded[name] = sys.modules[name] = module
     finally:
         for name, module in saved.items():
             if module is None:
@@ -88,14 +90,21 @@ def load_store(checkout: Path, tag: str) -> dict[str, ModuleType]:
     return loaded
 
 
+def load_store(checkout: Path, tag: str) -> dict[str, ModuleType]:
+    """The store's modules from `checkout`, each importing the others from the same checkout."""
+    return load_set(STORE_MODULES, lambda name: load(checkout, name, f"stage_{name.rsplit('.', 1)[1]}_{tag}"))
+
+
+HEAVY_WEB = SimWebConfig(
+    hosts=300, seed=1, mean_pages_per_host=50, max_pages_per_host=250, page_bytes=(500, 160_000),
+    mean_page_bytes=16_000, mean_out_links=55.0, broken_link_fraction=0.2, include_trap=False,
+    page_style="realistic",
+)  # fmt: skip
+"""Pages like the heavy web's of run.py, on fewer hosts (bench/seen/bench_near_cpu.py renders them too)."""
+
+
 def heavy_pages(count: int) -> list[tuple[str, bytes]]:
-    web = SimWeb.generate(
-        SimWebConfig(
-            hosts=300, seed=1, mean_pages_per_host=50, max_pages_per_host=250, page_bytes=(500, 160_000),
-            mean_page_bytes=16_000, mean_out_links=55.0, broken_link_fraction=0.2, include_trap=False,
-            page_style="realistic",
-        )
-    )  # fmt: skip
+    web = SimWeb.generate(HEAVY_WEB)
     step = max(1, web.data.pages // count)
     nodes = list(range(0, web.data.pages, step))[:count]
     return [(web.url_of(node), web.renderer.node_response(node).body) for node in nodes]
