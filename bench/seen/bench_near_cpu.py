@@ -44,13 +44,11 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench" / "throughput"))
 
-
-from stages import HEAVY_WEB, load_set  # noqa: E402
 
 import crawlspace.distributed.socketmesh  # noqa: E402  (the packages, before any module is swapped)
 import crawlspace.seen  # noqa: E402,F401
+from bench.throughput.stages import HEAVY_WEB, load_set  # noqa: E402
 from crawlspace.parse.html import parse_html  # noqa: E402
 from crawlspace.simweb import SimWeb  # noqa: E402
 from crawlspace.urls.fingerprint import url_fingerprint  # noqa: E402

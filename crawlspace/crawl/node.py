@@ -131,6 +131,7 @@ class RedisStatusSink:
             "termination": snapshot.stats.termination,
             "connected": self._peers.connected,
             "unacknowledged_batches": self._peers.unacknowledged,
+            "unacknowledged_batches_by_node": self._peers.unacknowledged_by_node,
             "progress": snapshot.progress_line(),
             "snapshot": snapshot.to_builtins(),
         }

@@ -427,6 +427,12 @@ class RedisPeers:
     def unacknowledged(self) -> int:
         return len(self._unacked)
 
+    @property
+    def unacknowledged_by_node(self) -> dict[str, int]:
+        """Unacknowledged batches per receiving node (its index as a string, as JSON keys are): whom a
+        backlog waits on, for `crawlspace status`."""
+        return {str(peer): count for peer, count in sorted(Counter(peer for peer, _ in self._unacked).items())}
+
     # -- exact duplicates, partitioned by fingerprint -------------------------------------------
 
     async def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer | None:

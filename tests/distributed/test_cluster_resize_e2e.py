@@ -117,16 +117,19 @@ def test_two_nodes_grown_to_three_fetch_every_page_once(
         assert (saved["nodes"], saved["epoch"], saved["resizing_from"]) == (3, 1, None)
 
 
-def wait_holding_batches(connection: redis.Redis, nodes: Cluster, node: int, timeout: float = 60) -> None:
-    """Until `node`'s published status has shown unacknowledged URL batches in two reports in a row (one
-    could be a batch in flight to a running node, acknowledged a moment later)."""
+def wait_holding_batches(
+    connection: redis.Redis, nodes: Cluster, node: int, receiver: int, timeout: float = 60
+) -> None:
+    """Until `node`'s published status has shown unacknowledged URL batches for `receiver` in two reports
+    in a row (a node sends another a URL once, so batches for a running node in flight could otherwise
+    stand for them)."""
     deadline = time.monotonic() + timeout
     seen: set[float] = set()
     while len(seen) < 2:
-        assert time.monotonic() < deadline, f"node {node} never held a batch:\n{nodes.output(node)}"
+        assert time.monotonic() < deadline, f"node {node} never held a batch for {receiver}:\n{nodes.output(node)}"
         raw = connection.get(f"crawlspace:{{crawl}}:status:{node}")
         status = json.loads(raw) if raw else {}
-        if status.get("unacknowledged_batches", 0) > 0:
+        if status.get("unacknowledged_batches_by_node", {}).get(str(receiver), 0) > 0:
             seen.add(status["updated"])
         elif status:
             seen.clear()
@@ -145,7 +148,7 @@ def test_nodes_killed_at_the_barrier_and_in_the_drain_resume_the_same_phase(
     assert wait_for_requests(served, 60)
     connection = redis.Redis.from_url(redis_server.url)
     os.kill(cluster.processes[0].pid, signal.SIGSTOP)  # node 0 acknowledges nothing for a while: node 2 is
-    wait_holding_batches(connection, cluster, 2)  # left holding URL batches for it when the cluster stops
+    wait_holding_batches(connection, cluster, 2, receiver=0)  # left holding URL batches for it when the cluster stops
     os.kill(cluster.processes[1].pid, signal.SIGTERM)  # (node 1's Ctrl-C)
     for node in (1, 2):
         cluster.processes[node].wait(60)
