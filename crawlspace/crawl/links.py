@@ -212,18 +212,16 @@ class LinkPipeline:
 
     def submit(self, entries: list[FrontierEntry], *, route: bool = True) -> None:
         """Into the URL-seen buffer, after the host splitter (`route=False`: a batch another partition
-        sent here, already routed); what is known already is dropped first."""
-        fingerprints = np.array([self._fingerprint(entry.url) for entry in entries], np.uint64)
-        known = self._recent.probe(fingerprints)
-        self.stats.duplicate_urls += int(known.sum())
-        if known.any():
-            unknown = np.flatnonzero(~known).tolist()
-            entries = [entries[index] for index in unknown]
-            fingerprints = fingerprints[unknown]
-        self._submit_unknown(entries, fingerprints.tolist(), route=route)
+        sent here, already routed).
+
+        Not tested against the recent submissions, unlike a page's links: "submitted here" may mean
+        "sent to another partition", and what comes back here that way (a batch from a partition that
+        sent it here because the host moved, an unacknowledged batch routed again after a resize) may
+        be the one copy left; the URL set decides."""
+        self._submit_unknown(entries, [self._fingerprint(entry.url) for entry in entries], route=route)
 
     def _submit_unknown(self, entries: list[FrontierEntry], fingerprints: list[int], *, route: bool = True) -> None:
-        """`submit` of entries not submitted recently (`fingerprints` are theirs)."""
+        """`submit` of `entries`, whose `fingerprints` are these, remembered as submitted recently."""
         if not entries:
             return
         self._recent.insert(np.array(fingerprints, np.uint64))

@@ -160,3 +160,20 @@ def test_a_url_for_another_partition_is_sent_to_it_once(tmp_path: Path) -> None:
     assert asked == [*(f"http://{host}/" for host in mine), *targets]  # the filter saw each once
     assert stats.duplicate_urls == 4 * len(hosts)
     links.urlset.close()
+
+
+def test_a_url_sent_to_another_partition_and_sent_back_is_kept(tmp_path: Path) -> None:
+    """The host moved (per-IP politeness) or the crawl was resized while the URL was on its way: the batch
+    that brings it back may hold its one copy, so the URL set decides, not the recent submissions (a loss
+    the lossy-transport crawl test found: each side took the other's copy for its own)."""
+    ledger = RecordingLedger()
+    assignment = ModuloAssignment(2)
+    router = PartitionRouter(0, assignment, RouterJournal(ledger), per_ip=False)
+    links, frontier, _asked, _stats = pipeline(tmp_path, router=router, ledger=ledger)
+    theirs = next(f"http://h{k}.test/x" for k in range(100) if assignment.owner(f"h{k}.test") == 1)
+    links.follow(page("http://a.test/p", [theirs]))
+    assert ledger.sent == [(1, theirs)]
+    links.submit([FrontierEntry(theirs, 2, 0)], route=False)  # partition 1 sends it here
+    links.drain()
+    assert frontier.urls == [theirs]
+    links.urlset.close()
