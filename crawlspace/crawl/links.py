@@ -10,7 +10,7 @@ pass the admission guards (per-host budgets, trap defences) and enter the fronti
 order. Who drains it: the frontier, when the engine leases.
 
 Most links of a page are repeats (its site's navigation, sidebar and footer: 9 in 10 on the
-benchmark's web), so a URL this partition submitted recently is dropped first, before the filter,
+benchmark's web), so a link to a URL this partition submitted recently is dropped first, before the filter,
 the host splitter and the journal: it passed them when it was first submitted, and the URL set
 it went to would drop it again. The recent submissions are a table of their own
 (`RecentFingerprints`), filled as URLs are submitted: the URL set's cache learns a URL only at
