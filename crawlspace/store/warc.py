@@ -82,27 +82,20 @@ def sha1_digest(*parts: Payload) -> str:
     return "sha1:" + "".join([_B32_PAIRS[(number >> shift) & 1023] for shift in range(150, -1, -10)])
 
 
-class _DateCache:
-    """The last timestamp spelled, and its spelling: an exchange's fetch start is spelled twice,
-    for its records' WARC-Date and for its metadata's fetch-time."""
-
-    __slots__ = ("text", "timestamp")
-
-    def __init__(self) -> None:
-        self.timestamp = -1.0
-        self.text = ""
-
-
-_LAST_DATE = _DateCache()
+_last_date: tuple[float, str] = (-1.0, "")
+"""The last timestamp spelled, with its spelling (an exchange's fetch start is spelled twice: its
+records' WARC-Date and its metadata's fetch-time); one tuple, read and replaced whole, so that
+writers in two threads never pair one's timestamp with the other's text."""
 
 
 def warc_date(timestamp: float) -> str:
     """WARC/1.1 date with microseconds (ISO 8601, UTC); `isoformat` is twice as fast as `strftime`."""
-    last = _LAST_DATE
-    if timestamp != last.timestamp:
-        last.text = datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="microseconds")[:-6] + "Z"
-        last.timestamp = timestamp
-    return last.text
+    global _last_date
+    last_timestamp, text = _last_date
+    if timestamp != last_timestamp:
+        text = datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="microseconds")[:-6] + "Z"
+        _last_date = (timestamp, text)
+    return text
 
 
 _VERSION_4 = bytes((byte & 0x0F) | 0x40 for byte in range(256))
