@@ -13,6 +13,7 @@ from aiohttp import web
 
 from crawlspace.config import CrawlConfig
 from crawlspace.crawl.engine import CrawlEngine
+from tests.dns.fake_dns import FakeDNS
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 HOST = "site.test"
@@ -127,4 +128,6 @@ def crawl(site: ScriptedSite, seeds: list[str], out: Path, **options: Any) -> tu
             await runner.cleanup()
         return stats.to_dict(), origin
 
-    return asyncio.run(main())
+    with FakeDNS() as dns:  # names not in `resolve` get NXDOMAIN from loopback, not from the machine's DNS server
+        options = {"dns_servers": [dns.address], **options}
+        return asyncio.run(main())
