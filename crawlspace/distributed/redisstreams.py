@@ -428,10 +428,16 @@ class RedisPeers:
         return len(self._unacked)
 
     @property
-    def unacknowledged_by_node(self) -> dict[str, int]:
+    def unacknowledged_by_node(self) -> dict[str, dict[str, int]]:
         """Unacknowledged batches per receiving node (its index as a string, as JSON keys are): whom a
-        backlog waits on, for `crawlspace status`."""
-        return {str(peer): count for peer, count in sorted(Counter(peer for peer, _ in self._unacked).items())}
+        backlog waits on, for `crawlspace status`. The per-IP forwards (leased URLs handed to the owner
+        of their host's address) are counted apart: a resize hands those over as queued URLs, while it
+        routes the other batches again under the new assignment."""
+        counts: dict[str, dict[str, int]] = {}
+        for (peer, _), waiting in sorted(self._unacked.items()):
+            kinds = counts.setdefault(str(peer), {"batches": 0, "forwards": 0})
+            kinds["forwards" if waiting.batch.forward else "batches"] += 1
+        return counts
 
     # -- exact duplicates, partitioned by fingerprint -------------------------------------------
 

@@ -137,6 +137,28 @@ def test_a_batch_waits_in_the_stream_for_a_node_not_started_yet(redis_server: Re
     asyncio.run(run())
 
 
+def test_unacknowledged_batches_are_counted_per_receiver_with_forwards_apart(redis_server: RedisServer) -> None:
+    """For `crawlspace status`: whom the backlog waits on, and how much of it a resize would route again."""
+
+    async def run() -> None:
+        sender = RedisPeers(redis.asyncio.Redis.from_url(redis_server.url), KEYS, 0, 3)
+        await sender.start(FakeInbox())
+        sender.transmit([batch(1, 1, "http://a.test/"), batch(2, 2, "http://b.test/", forward=True)])
+        sender.transmit([batch(2, 3, "http://c.test/"), batch(2, 4, "http://d.test/")])
+        assert sender.unacknowledged_by_node == {
+            "1": {"batches": 1, "forwards": 0},
+            "2": {"batches": 2, "forwards": 1},
+        }
+        receiver = RedisPeers(redis.asyncio.Redis.from_url(redis_server.url), KEYS, 2, 3)
+        await receiver.start(FakeInbox())
+        await until(lambda: "2" not in sender.unacknowledged_by_node)
+        assert sender.unacknowledged_by_node == {"1": {"batches": 1, "forwards": 0}}
+        await receiver.close()
+        await sender.close()
+
+    asyncio.run(run())
+
+
 def test_an_entry_not_journaled_stays_pending_and_a_restarted_node_reads_it_again(redis_server: RedisServer) -> None:
     async def run() -> None:
         sender = RedisPeers(redis.asyncio.Redis.from_url(redis_server.url), KEYS, 0, 2)
