@@ -189,7 +189,7 @@ class LinkPipeline:
             self.policy.page_done(source, outlinks, content)
             self._policy_reported = source
             self._requeue()
-        self._submit_unknown(accepted, fingerprints)
+        self._submit_fingerprinted(accepted, fingerprints)
 
     def add_sitemaps(self, hrefs: Iterable[str], base: str, depth: int) -> None:
         """Queue sitemap files: in the frontier (polite, robots-checked), not through the URL filter
@@ -218,9 +218,11 @@ class LinkPipeline:
         "sent to another partition", and what comes back here that way (a batch from a partition that
         sent it here because the host moved, an unacknowledged batch routed again after a resize) may
         be the one copy left; the URL set decides."""
-        self._submit_unknown(entries, [self._fingerprint(entry.url) for entry in entries], route=route)
+        self._submit_fingerprinted(entries, [self._fingerprint(entry.url) for entry in entries], route=route)
 
-    def _submit_unknown(self, entries: list[FrontierEntry], fingerprints: list[int], *, route: bool = True) -> None:
+    def _submit_fingerprinted(
+        self, entries: list[FrontierEntry], fingerprints: list[int], *, route: bool = True
+    ) -> None:
         """`submit` of `entries`, whose `fingerprints` are these, remembered as submitted recently."""
         if not entries:
             return
@@ -232,7 +234,7 @@ class LinkPipeline:
             elif self.router.outbox.pending:
                 self._send_soon()
             if len(mine) < len(entries):
-                entries, fingerprints = mine, [self._fingerprint(entry.url) for entry in mine]
+                entries, fingerprints = mine, _fingerprints_of(mine, entries, fingerprints)
         self.ledger.submitted(entries)
         buffered = self.urlset.submit_many(fingerprints, entries)
         self.stats.duplicate_urls += len(entries) - buffered  # known to the URL set's cache
@@ -376,3 +378,13 @@ class LinkPipeline:
         pending, self._replay_pending = self._replay_pending, []
         if pending:
             self.submit(pending)
+
+
+def _fingerprints_of(kept: list[FrontierEntry], entries: list[FrontierEntry], fingerprints: list[int]) -> list[int]:
+    """The fingerprints of `kept`, the entries the router left to this partition: the same objects as
+    in `entries`, in their order, so each one's fingerprint is found by walking both lists once."""
+    found: list[int] = []
+    for entry, fingerprint in zip(entries, fingerprints, strict=True):
+        if len(found) < len(kept) and entry is kept[len(found)]:
+            found.append(fingerprint)
+    return found

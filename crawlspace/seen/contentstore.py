@@ -195,19 +195,7 @@ class KeyFilter:
 
     def may_hold(self, key: bytes) -> bool:
         """False only if `key` was never added (always True once the filter is off)."""
-        bits = self._bits
-        if bits is None:
-            return True
-        mask = self._mask
-        hashed = xxhash.xxh3_64_intdigest(key)
-        first, step = hashed & mask, (hashed >> 32) | 1
-        if not bits[first >> 3] >> (first & 7) & 1:
-            return False
-        second = (first + step) & mask
-        if not bits[second >> 3] >> (second & 7) & 1:
-            return False
-        third = (first + 2 * step) & mask
-        return bool(bits[third >> 3] >> (third & 7) & 1)
+        return self._bits is None or bool(self.may_hold_any([key]))
 
 
 class RocksContentStore:

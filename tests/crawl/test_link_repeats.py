@@ -177,3 +177,26 @@ def test_a_url_sent_to_another_partition_and_sent_back_is_kept(tmp_path: Path) -
     links.drain()
     assert frontier.urls == [theirs]
     links.urlset.close()
+
+
+def test_each_url_kept_here_is_tested_under_its_own_fingerprint_once_the_others_are_routed_away(
+    tmp_path: Path,
+) -> None:
+    """Routing takes the other partition's URLs out from between this one's: the URL set must still see
+    each kept URL with its own fingerprint, or it drops a new URL in place of a known one."""
+    ledger = RecordingLedger()
+    assignment = ModuloAssignment(2)
+    router = PartitionRouter(0, assignment, RouterJournal(ledger), per_ip=False)
+    links, frontier, _asked, stats = pipeline(tmp_path, router=router, ledger=ledger, recent_cache_bytes=0)
+    hosts = [f"h{k}.test" for k in range(40)]
+    mine = [host for host in hosts if assignment.owner(host) == 0]
+    theirs = [host for host in hosts if assignment.owner(host) == 1]
+    known = f"http://{mine[0]}/"
+    links.add_seeds([known])
+    links.drain()
+    fresh = [f"http://{host}/new" for host in mine[1:4]]
+    links.follow(page(known, [known, f"http://{theirs[0]}/", *fresh, f"http://{theirs[1]}/"]))
+    links.drain()
+    assert frontier.urls == [known, *fresh]
+    assert stats.duplicate_urls == 1
+    links.urlset.close()
