@@ -388,9 +388,9 @@ def main() -> None:
             runs.append(crawl(name, "crawlspace", command, cwd=checkout))  # `-m` imports from the cwd first
 
     if not args.skip_scrapy:
-        python = ensure_scrapy()
+        scrapy_python = ensure_scrapy()
         scrapy_command = [
-            str(python), str(Path(__file__).with_name("scrapy_crawl.py")), "--seeds", str(seeds_file),
+            str(scrapy_python), str(Path(__file__).with_name("scrapy_crawl.py")), "--seeds", str(seeds_file),
             "--hosts-file", str(hosts_file), "--pages", str(args.fetch), "--concurrency", str(args.concurrency),
         ]  # fmt: skip
         runs.append(crawl("scrapy", "scrapy-bench", scrapy_command))
