@@ -742,12 +742,12 @@ class CrawlEngine:
         first = fingerprint = None
         sitemap = self.links.is_sitemap(entry.url)
         wanted = self.peers is not None or self.refreshing is not None  # else the recorder takes it itself
-        if wanted and not sitemap and self.recorder.content_checked(result):
-            fingerprint = result.payload_fingerprint()  # once, for the claim, the recorder and the refresher
-            if self.peers is not None:
-                first = await self.peers.claim_first(fingerprint, result.url, result.started)
         abandoned = False
-        try:
+        try:  # the claim too: raised outside, it left the lease held and the host idle for good
+            if wanted and not sitemap and self.recorder.content_checked(result):
+                fingerprint = result.payload_fingerprint()  # once, for the claim, the recorder and the refresher
+                if self.peers is not None:
+                    first = await self.peers.claim_first(fingerprint, result.url, result.started)
             if sitemap:
                 if not decision.retry:
                     self.links.sitemaps.discard(entry.url)

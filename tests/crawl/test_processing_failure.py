@@ -18,27 +18,35 @@ from crawlspace.simweb import RunningServer, SimWeb, judge_crawl
 MIN_DELAY = 0.02
 
 
-def crawl_with_failing_recorder(served: RunningServer, out: Path, failures: dict[str, int]) -> CrawlEngine:
-    """A crawl whose recorder raises for the URLs of `failures`, that many times each."""
+def crawl_with_failing_recorder(
+    served: RunningServer, out: Path, failures: dict[str, int], *, in_content_check: bool = False, **options: Any
+) -> CrawlEngine:
+    """A crawl whose recorder raises for the URLs of `failures`, that many times each: as it records the
+    page, or (`in_content_check`) as it is asked whether the page's content is checked, before the claim
+    of a crawl of several partitions or a refreshing one."""
     config = CrawlConfig(
-        min_delay=MIN_DELAY,
-        hosts_file=str(served.hosts_file),
-        allow_private_addresses=True,
-        max_retries=2,
-        retry_delay=0.05,
-        max_seconds=90,
+        **{
+            "min_delay": MIN_DELAY,
+            "hosts_file": str(served.hosts_file),
+            "allow_private_addresses": True,
+            "max_retries": 2,
+            "retry_delay": 0.05,
+            "max_seconds": 90,
+            **options,
+        }
     )
     engine = CrawlEngine(config, out, live_progress=False, handle_signals=False)
-    record = engine.recorder.record
     left = Counter(failures)
+    name = "content_checked" if in_content_check else "record"
+    original = getattr(engine.recorder, name)
 
-    def failing(result: Any, entry: Any, **options: Any) -> Any:
-        if left[entry.url] > 0:
-            left[entry.url] -= 1
-            raise RuntimeError(f"injected failure of {entry.url}")
-        return record(result, entry, **options)
+    def failing(result: Any, *arguments: Any, **keywords: Any) -> Any:
+        if left[result.url] > 0:
+            left[result.url] -= 1
+            raise RuntimeError(f"injected failure of {result.url}")
+        return original(result, *arguments, **keywords)
 
-    engine.recorder.record = failing  # type: ignore[method-assign]
+    setattr(engine.recorder, name, failing)
     engine.add_seeds(served.seeds)
     asyncio.run(engine.run())
     served.stop()
@@ -69,3 +77,20 @@ def test_a_page_that_always_fails_is_given_up_after_the_retries(
     assert engine.stats.errors["internal:RuntimeError"] == 3
     assert engine.stats.errors["gave-up-after-internal-errors"] == 1
     assert engine.stats.termination == "frontier-empty"
+
+
+def test_a_page_whose_content_check_failed_before_the_claim_is_fetched_again(
+    small_web: SimWeb, served_small_web: RunningServer, tmp_path: Path
+) -> None:
+    """The failure comes before the recording, where the content claim of a cluster's partition is made
+    (here a refreshing crawl, which asks too): it used to escape the processing's handling, leave the
+    page's lease held and end the worker."""
+    seeds = served_small_web.seeds[:2]
+    engine = crawl_with_failing_recorder(
+        served_small_web, tmp_path / "crawl", dict.fromkeys(seeds, 1), in_content_check=True,
+        refresh=True, refresh_share=0.1, max_seconds=12, max_rate=300.0,
+    )  # fmt: skip
+    verdict = judge_crawl(small_web, served_small_web.read_log(), served_small_web.seeds, min_delay=MIN_DELAY)
+    assert not verdict.missing, verdict.summary()
+    assert not verdict.host_overlaps and not verdict.delay_violations, verdict.summary()
+    assert engine.stats.errors["internal:RuntimeError"] == 2
