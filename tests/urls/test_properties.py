@@ -1,7 +1,11 @@
-"""Property-based tests: join and normalize on random and mutated input raise nothing but InvalidURL."""
+"""Property-based tests: join and normalize on random and mutated input raise nothing but InvalidURL, and
+join gives what the ada binding's own calls give."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import ada_url
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
@@ -91,3 +95,25 @@ def test_resolved_and_normalized_links_always_pass_through_the_filter(href: str)
     reason = url_filter.rejection(FrontierEntry(url, depth=2))
     assert reason is None or isinstance(reason, str)
     assert url_filter.admission(FrontierEntry(url, depth=2), host_of(url)) is None  # a host's first URL
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(base=st.sampled_from(SEEDS), href=st.one_of(mutated_urls(), st.text(URL_ALPHABET, max_size=40)))
+def test_join_and_normalize_agree_with_the_ada_bindings_own_calls(base: str, href: str) -> None:
+    """`join` calls ada's C API directly (urls/normalize.py `_serialize`): it must give what the binding's
+    `join_url` and `normalize_url` give, and fail where they fail."""
+
+    def through_binding(call: Callable[..., object], *arguments: str) -> str | None:
+        try:
+            return str(call(*arguments))
+        except ValueError:
+            return None
+
+    def ours(base: str | None, href: str) -> str | None:
+        try:
+            return join(base, href)
+        except InvalidURL:
+            return None
+
+    assert ours(base, href) == through_binding(ada_url.join_url, base, href)
+    assert ours(None, href) == through_binding(ada_url.normalize_url, href)
