@@ -56,8 +56,8 @@ MAX_TEXT_CHARS = 1 << 20
 SEGMENT_CHARS = 1 << 20
 MAX_LINKS = 10_000
 MAX_NESTING = 1_000
-_TAG_OPEN = ord("<")
 NESTING_CHECK_TAGS = 5_000  # pages with fewer '<' cannot nest deeper than this: no pre-pass
+_TAG_OPEN = ord("<")
 META_SCAN_BYTES = 4096
 
 _LINK_SELECTOR = "a[href], area[href], frame[src], iframe[src], link[href]"
