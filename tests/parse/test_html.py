@@ -251,6 +251,23 @@ def test_invalid_base_href_falls_back_to_the_page_url() -> None:
     assert page.links[0].url == "http://e.com/d/x"
 
 
+def test_the_first_base_and_title_count_and_every_meta_wherever_they_stand() -> None:
+    """Base, title and metas are found in one walk of the document: the first base with an href and the
+    first title in document order, the metas of the body as well as the head's."""
+    body = (
+        b'<html><head><base target="_top"><title></title><meta name="description" content="d"></head>'
+        b'<body><svg><title>Icon</title></svg><base href="/first/"><base href="/second/">'
+        b'<meta name="robots" content="nofollow"><meta http-equiv="refresh" content="5; url=next">'
+        b'<a href="x">x</a></body></html>'
+    )
+    page = parse_html(body, "http://e.com/d/p")
+    assert page.base == "http://e.com/first/"
+    assert page.title == ""  # the first title, empty, not the SVG's
+    assert page.meta_nofollow
+    assert page.refresh == "http://e.com/first/next"
+    assert (page.links[0].url, page.links[0].nofollow) == ("http://e.com/first/x", True)
+
+
 @pytest.mark.parametrize(
     ("body", "content_type", "expected"),
     [
