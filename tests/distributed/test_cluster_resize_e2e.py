@@ -123,8 +123,8 @@ def wait_holding_batches(
     """Until `node`'s published status has shown unacknowledged URL batches for `receiver` in two reports
     in a row (a node sends another a URL once, so batches for a running node in flight could otherwise
     stand for them). Not per-IP forwards: a resize hands those over as queued URLs and routes nothing
-    of them again past its barrier (when node 2 held only forwards for node 0, it sent nothing there,
-    1 run in 3 under CI's load)."""
+    of them again past its barrier (when node 2 held only forwards for node 0, it sent nothing there:
+    CI's run failed so, and 2 runs of 2 here)."""
     deadline = time.monotonic() + timeout
     seen: set[float] = set()
     while len(seen) < 2:
