@@ -641,19 +641,9 @@ class CrawlTable:
         if parts < 2:
             return []
         files = [(item["start_key"], int(item["size"])) for item in self._db.live_files()]
-        total = sum(size for _, size in files)
-        if total < _SAMPLE_BELOW:
+        if sum(size for _, size in files) < _SAMPLE_BELOW:
             return self._sampled_split_keys(parts)
-        cuts: list[str] = []
-        passed = 0
-        for start, size in sorted(files):
-            row = start.split(b"\x00", 1)[0].decode("utf-8", "surrogatepass")
-            if row and passed >= total * (len(cuts) + 1) / parts and (not cuts or row > cuts[-1]):
-                cuts.append(row)
-                if len(cuts) == parts - 1:
-                    break
-            passed += size
-        return cuts
+        return cuts_between_files(files, parts)
 
     def _sampled_split_keys(self, parts: int) -> list[str]:
         """Split keys by counting cells: a row key every (cells / parts) cells."""
@@ -668,6 +658,29 @@ class CrawlTable:
                     if len(cuts) == parts - 1:
                         break
         return cuts
+
+
+def cuts_between_files(files: list[tuple[bytes, int]], parts: int) -> list[str]:
+    """At most `parts - 1` row keys, ascending, each the first row of the table file whose start lies
+    nearest to the next k/parts of the bytes: files of about equal size are cut between them whichever
+    way their few bytes differ (a rule of "the first start past k/parts" loses the last cut whenever the
+    last file is a little larger than the rest). `files` are (first key, size) pairs in any order."""
+    total = sum(size for _, size in files)
+    starts: list[tuple[str, int]] = []  # (first row of a file, bytes of the files before it)
+    passed = 0
+    for start, size in sorted(files):
+        row = start.split(b"\x00", 1)[0].decode("utf-8", "surrogatepass")
+        if row and passed:  # a cut before every byte would leave the first range empty
+            starts.append((row, passed))
+        passed += size
+    cuts: list[str] = []
+    for k in range(1, parts):
+        target = total * k / parts
+        later = [(abs(before - target), row) for row, before in starts if not cuts or row > cuts[-1]]
+        if not later:
+            break
+        cuts.append(min(later)[1])
+    return cuts
 
 
 def _iso(timestamp: float) -> str:
