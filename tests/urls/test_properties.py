@@ -117,33 +117,3 @@ def test_join_and_normalize_agree_with_the_ada_bindings_own_calls(base: str, hre
 
     assert ours(base, href) == through_binding(ada_url.join_url, base, href)
     assert ours(None, href) == through_binding(ada_url.normalize_url, href)
-
-
-@given(hrefs=st.lists(mutated_urls(), min_size=1, max_size=8), order=st.randoms(use_true_random=False))
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-@example(
-    hrefs=["http://a.test/x", "http://a.test@b.test/x", "https://a/", "https://ab/", "http://a.test:81/"], order=None
-)
-def test_host_bucket_fingerprints_kept_per_url_start_are_those_of_each_urls_own_host(
-    hrefs: list[str], order: object
-) -> None:
-    """The fingerprint keeps host buckets per start of URL (most of a page's links share its host): whatever
-    came before, each URL gets the bucket of its own host and the hash of its own spelling."""
-    import random as random_module
-
-    from crawlspace.urls import fingerprint as fingerprints
-
-    urls = []
-    for href in hrefs:
-        try:
-            urls.append(normalize(join(SEEDS[0], href)))
-        except InvalidURL:
-            continue
-    assume(urls)
-    shuffled = [*urls, *urls]
-    if isinstance(order, random_module.Random):
-        order.shuffle(shuffled)
-    fingerprints._TOP_BITS.clear()
-    for url in shuffled:  # a cold start for some, a kept start for the rest
-        own = (fingerprints.host_bucket(host_of(url)) << 48) | (fingerprints.url_fingerprint(url) & ((1 << 48) - 1))
-        assert fingerprints.host_bucket_fingerprint(url) == own, url
