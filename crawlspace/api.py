@@ -33,7 +33,7 @@ from crawlspace.crawl import partitioning
 from crawlspace.crawl.checkpoint import STARTUP_ERRORS, report_recovery
 from crawlspace.crawl.engine import CrawlEngine
 from crawlspace.crawl.telemetry import CrawlStats, Snapshot, TelemetrySink, display_sink, merge
-from crawlspace.crawl.workers import ParallelCrawl, WorkerStartupError
+from crawlspace.crawl.workers import ParallelCrawl, WorkerStartupError, crawl_gc
 from crawlspace.hooks.protocols import Item, ItemSink, PageProcessor, Prioritizer, ProtocolHandler, UrlFilter
 from crawlspace.hooks.runtime import Extensions
 from crawlspace.urls import InvalidURL, Normalizer
@@ -429,7 +429,8 @@ class Crawler:
     # -- running -----------------------------------------------------------------------------
 
     def run(self) -> CrawlStats:
-        """Crawl to the end in a new event loop (uvloop when available); returns the statistics."""
+        """Crawl to the end in a new event loop (uvloop when available); returns the statistics. While it
+        runs, the cyclic collector runs at `crawl_gc`'s thresholds (a crawl's pages make few cycles)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -437,12 +438,10 @@ class Crawler:
         else:
             raise CrawlError("Crawler.run() blocks; inside a running event loop use `await crawler.crawl()`")
         if (self.config.processes or 1) > 1:
-            return self._run_parallel()  # the coordinator runs its own event loop
-        if self.cluster is not None:
-            with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
-                return runner.run(self._crawl_cluster(handle_signals=True))
-        with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
-            return runner.run(self._crawl(handle_signals=True))
+            return self._run_parallel()  # the coordinator runs its own event loop; each worker tunes its collector
+        with crawl_gc(), asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+            crawling = self._crawl if self.cluster is None else self._crawl_cluster
+            return runner.run(crawling(handle_signals=True))
 
     @contextlib.contextmanager
     def _the_one_run(self) -> Iterator[None]:

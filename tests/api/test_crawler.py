@@ -5,6 +5,7 @@ files (FileHandler): no sockets, a fraction of a second each; the CLI's resume c
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import pytest
 
 from crawlspace import ConfigError, CrawlConfig, Crawler, CrawlError, CrawlStats
 from crawlspace.api import SeedsError
+from crawlspace.crawl.workers import GC_THRESHOLDS, crawl_gc
 from crawlspace.fetch import FetchResult
 from crawlspace.hooks import FileHandler, Follow, FrontierEntry, Item, Page, run_in_thread
 from crawlspace.simweb import RunningServer, SimWeb, judge_crawl
@@ -273,3 +275,21 @@ def test_stop_from_a_worker_thread(site: Path, tmp_path: Path) -> None:
     crawler = crawler_for(site, tmp_path, processors=[run_in_thread(stop_from_thread, workers=1)])
     stats = crawler.run()
     assert stats.termination == "stopped" and stats.pages_fetched < 6
+
+
+def test_a_crawl_runs_at_its_collector_thresholds_and_gives_the_callers_back(site: Path, tmp_path: Path) -> None:
+    """The crawl runs the cyclic collector at `GC_THRESHOLDS` (a worker of a parallel crawl enters the same
+    `crawl_gc`); the process that called `run` has its own thresholds again afterwards, also after an error."""
+
+    def thresholds(page: Page) -> Item:
+        return {"url": page.url, "thresholds": list(gc.get_threshold())}
+
+    seen: list[Item] = []
+    before = gc.get_threshold()
+    crawler_for(site, tmp_path, processors=[thresholds], sinks=[seen.append]).run()
+    assert len(seen) == 6 and {tuple(item["thresholds"]) for item in seen} == {GC_THRESHOLDS}
+    assert gc.get_threshold() == before != GC_THRESHOLDS
+    with pytest.raises(RuntimeError, match="inside"), crawl_gc():
+        assert gc.get_threshold() == GC_THRESHOLDS
+        raise RuntimeError("inside")
+    assert gc.get_threshold() == before
