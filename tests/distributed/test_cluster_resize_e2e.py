@@ -128,8 +128,10 @@ def wait_holding_batches(
     deadline = time.monotonic() + timeout
     seen: set[float] = set()
     while len(seen) < 2:
-        assert time.monotonic() < deadline, f"node {node} never held a batch for {receiver}:\n{nodes.output(node)}"
         raw = connection.get(f"crawlspace:{{crawl}}:status:{node}")
+        if time.monotonic() >= deadline:  # every node's log and the last status: why it never did
+            logs = "".join(f"\n--- node {number}:\n{nodes.output(number)}" for number in range(NODES))
+            raise AssertionError(f"node {node} never held a batch for {receiver}; its status {raw!r}{logs}")
         status = json.loads(raw) if raw else {}
         if status.get("unacknowledged_batches_by_node", {}).get(str(receiver), {}).get("batches", 0) > 0:
             seen.add(status["updated"])
