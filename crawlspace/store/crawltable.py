@@ -652,12 +652,17 @@ class CrawlTable:
         cuts: list[str] = []
         for number, (key, _) in enumerate(self._range(b"\x01", None, values=False)):
             if number and number % step == 0:
-                row = key.split(b"\x00", 1)[0].decode("utf-8", "surrogatepass")
+                row = _row_of_key(key)
                 if not cuts or row > cuts[-1]:
                     cuts.append(row)
                     if len(cuts) == parts - 1:
                         break
         return cuts
+
+
+def _row_of_key(key: bytes) -> str:
+    """The row a stored key belongs to ("" for the table's own keys, which start with a NUL)."""
+    return key.split(b"\x00", 1)[0].decode("utf-8", "surrogatepass")
 
 
 def cuts_between_files(files: list[tuple[bytes, int]], parts: int) -> list[str]:
@@ -669,7 +674,7 @@ def cuts_between_files(files: list[tuple[bytes, int]], parts: int) -> list[str]:
     starts: list[tuple[str, int]] = []  # (first row of a file, bytes of the files before it)
     passed = 0
     for start, size in sorted(files):
-        row = start.split(b"\x00", 1)[0].decode("utf-8", "surrogatepass")
+        row = _row_of_key(start)
         if row and passed:  # a cut before every byte would leave the first range empty
             starts.append((row, passed))
         passed += size
