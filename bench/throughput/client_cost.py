@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from tests.distributed.redis_server import free_port  # noqa: E402
+
 HTTPTOOLS = REPO / "bench" / "out" / "httptools-lib"
 ADDRESSES = 100
 IN_FLIGHT = 64
@@ -180,12 +183,6 @@ def client(name: str, port: int, requests: int) -> None:
     print(f"{cpu_us:.2f} {rate:.1f}")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=20_000)
@@ -204,7 +201,7 @@ def main() -> None:
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "-q", "--target", str(HTTPTOOLS), "httptools"], check=True
         )
-    port = _free_port()
+    port = free_port()
     me = [sys.executable, str(Path(__file__).resolve())]
     server = subprocess.Popen([*me, "--serve", str(port), "--body-bytes", str(args.body_bytes)], stdout=subprocess.PIPE)
     try:
