@@ -57,8 +57,12 @@ class Cluster:
     def directory(self, node: int) -> Path:
         return self.base / f"node{node}"
 
-    def start(self, node: int, *, resume: bool = False, extra: tuple[str, ...] = ()) -> None:
+    def start(
+        self, node: int, *, resume: bool = False, extra: tuple[str, ...] = (), every_node: tuple[str, ...] = ()
+    ) -> None:
+        """`extra`: the crawl's options, given to node 0; `every_node`: a node's own (such as its cadence)."""
         command = [sys.executable, "-m", "crawlspace", "crawl", "--cluster", self.server.url, "--no-progress"]
+        command += every_node
         if resume:
             command += ["--resume", str(self.directory(node))]
         else:
@@ -72,11 +76,11 @@ class Cluster:
             command, stdout=log, stderr=log, text=True, env=dict(os.environ, PYTHONPATH=str(REPO))
         )
 
-    def start_all(self, *extra: str) -> None:
-        self.start(0, extra=extra)
+    def start_all(self, *extra: str, every_node: tuple[str, ...] = ()) -> None:
+        self.start(0, extra=extra, every_node=every_node)
         self.wait_published()  # the first node publishes the crawl; the others join it
         for node in range(1, NODES):
-            self.start(node)
+            self.start(node, every_node=every_node)
 
     def wait_published(self, timeout: float = 60) -> None:
         """Until the first node has published the crawl: one started before takes its own configuration,

@@ -328,10 +328,7 @@ def test_a_damaged_warc_file_costs_its_pages_only(
     biggest.write_bytes(bytes(data))
     summaries = run(copy)
     lost = summaries["dedup"]["pages_with_unreadable_body"]
-    assert (
-        lost > 0
-        and summaries["dedup"]["pages_with_body"] + lost == synchronous["dedup"]["pages_with_body"]
-    )
+    assert lost > 0 and summaries["dedup"]["pages_with_body"] + lost == synchronous["dedup"]["pages_with_body"]
     truth = [set(urls) for urls in web.duplicate_clusters().values()]
     for urls in read_table(copy, "dedup", "clusters")["urls"]:
         assert any(set(urls) <= cluster for cluster in truth), urls
