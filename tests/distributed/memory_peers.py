@@ -184,9 +184,19 @@ class MemoryMesh:
         return await future
 
     async def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer | None:
+        """The owner's answer; None (no answer, as a real transport's timeout or a gone peer gives) from an
+        owner that has shut down: its content set closed, its error is not the asking page's (the page
+        was retried and fetched twice when the partition that owned its content had ended first)."""
         owner = self._network.meshes[content_owner(body_fingerprint, self.partitions)]
         assert owner.claims is not None
-        return owner.claims.claim(self.index, 0, body_fingerprint, url, fetched_at)
+        if owner is not self and owner.inbox is None:
+            return None
+        try:
+            return owner.claims.claim(self.index, 0, body_fingerprint, url, fetched_at)
+        except SeenStateError:
+            if owner is self:
+                raise
+            return None
 
     async def ask_near(self, questions: dict[int, NearQuestion]) -> dict[int, NearMatch | None]:
         answers: dict[int, NearMatch | None] = {}
@@ -217,7 +227,13 @@ class MemoryMesh:
     def settle(self, body_fingerprint: int, url: str, *, stored: bool) -> None:
         owner = self._network.meshes[content_owner(body_fingerprint, self.partitions)]
         assert owner.claims is not None
-        owner.claims.settle(body_fingerprint, url, stored=stored)
+        if owner is not self and owner.inbox is None:
+            return  # a message to a gone peer
+        try:
+            owner.claims.settle(body_fingerprint, url, stored=stored)
+        except SeenStateError:
+            if owner is self:
+                raise
 
     def stop_asking(self) -> None:
         """Nothing to end: the fake answers every question at once."""
