@@ -121,6 +121,10 @@ class Cluster:
     def output(self, node: int) -> str:
         return (self.base / f"node{node}.log").read_text(errors="replace")[-3000:]
 
+    def outputs(self) -> str:
+        """Every node's output, each under its number: why a wait for the cluster's state never ended."""
+        return "".join(f"\n--- node {number}:\n{self.output(number)}" for number in range(NODES))
+
     def stats(self, node: int) -> dict[str, object]:
         return dict(json.loads((self.directory(node) / "stats.json").read_text()))
 

@@ -83,9 +83,8 @@ def wait_all_fetching(
             seen.append([(s["progress"]["pages"], s["progress"]["frontier"]) if s else None for s in statuses])
         last_update = watched.get("updated")
         if time.monotonic() >= deadline:  # every node's log and the last status: why it never did
-            logs = "".join(f"\n--- node {number}:\n{nodes.output(number)}" for number in range(NODES))
             raise AssertionError(
-                f"not every node fetched with {least} URLs queued at node {queued_at}: {seen} {raw!r}{logs}"
+                f"not every node fetched with {least} URLs queued at node {queued_at}: {seen} {raw!r}{nodes.outputs()}"
             )
         time.sleep(0.1)
 
@@ -93,9 +92,7 @@ def wait_all_fetching(
 def test_three_nodes_resumed_as_two_fetch_every_page_once(
     web: SimWeb, cluster: Cluster, served: RunningServer, redis_server: RedisServer, tmp_path: Path
 ) -> None:
-    cluster.start_all(
-        "--min-delay", "0.25", every_node=frequent_status(tmp_path)
-    )  # node 2 still has URLs queued at the stop
+    cluster.start_all("--min-delay", "0.25", every_node=frequent_status(tmp_path))  # URLs queued at the stop
     connection = redis.Redis.from_url(redis_server.url)
     wait_all_fetching(connection, cluster, queued_at=2, least=3)
     os.kill(cluster.processes[2].pid, signal.SIGTERM)  # node 2 stops at once, with URLs queued, and with it
@@ -173,8 +170,7 @@ def wait_holding_batches(
     while len(seen) < 2:
         raw = connection.get(f"crawlspace:{{crawl}}:status:{node}")
         if time.monotonic() >= deadline:  # every node's log and the last status: why it never did
-            logs = "".join(f"\n--- node {number}:\n{nodes.output(number)}" for number in range(NODES))
-            raise AssertionError(f"node {node} never held a batch for {receiver}; its status {raw!r}{logs}")
+            raise AssertionError(f"node {node} never held a batch for {receiver}; its status {raw!r}{nodes.outputs()}")
         status = json.loads(raw) if raw else {}
         if status.get("unacknowledged_batches_by_node", {}).get(str(receiver), {}).get("batches", 0) > 0:
             seen.add(status["updated"])
@@ -191,7 +187,7 @@ def test_nodes_killed_at_the_barrier_and_in_the_drain_resume_the_same_phase(
     assignment's, routed again). Until they do, node 2's directory alone holds those URLs: its record
     must still say the phase is on, so that its resume repeats the phase and sends them again, and the
     others must wait for it rather than end the crawl without them."""
-    cluster.start_all("--min-delay", "0.25", every_node=frequent_status(tmp_path))  # node 2 still finds URLs for node 0
+    cluster.start_all("--min-delay", "0.25", every_node=frequent_status(tmp_path))  # URLs for node 0 after its stop
     connection = redis.Redis.from_url(redis_server.url)
     wait_all_fetching(connection, cluster, queued_at=2, least=3)
     os.kill(cluster.processes[0].pid, signal.SIGSTOP)  # node 0 acknowledges nothing for a while: node 2 is
