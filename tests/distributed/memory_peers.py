@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from crawlspace.distributed.assignment import content_owner
 from crawlspace.distributed.claims import Answer, ContentClaims
@@ -28,6 +30,8 @@ from crawlspace.distributed.splitter import Batch
 from crawlspace.distributed.termination import ProbeAnswer
 from crawlspace.seen.content import OutdatedNotice
 from crawlspace.seen.sortedruns import SeenStateError
+
+_Answered = TypeVar("_Answered")
 
 
 @dataclass
@@ -183,20 +187,25 @@ class MemoryMesh:
         self._network.hand(self.index, future)
         return await future
 
-    async def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer | None:
-        """The owner's answer; None (no answer, as a real transport's timeout or a gone peer gives) from an
-        owner that has shut down: its content set closed, its error is not the asking page's (the page
-        was retried and fetched twice when the partition that owned its content had ended first)."""
-        owner = self._network.meshes[content_owner(body_fingerprint, self.partitions)]
-        assert owner.claims is not None
-        if owner is not self and owner.inbox is None:
+    def _to_owner(self, owner: MemoryMesh, call: Callable[[], _Answered]) -> _Answered | None:
+        """`call()` on the owner's state; None (no answer, as a real transport's timeout or a gone peer
+        gives) from another partition that has shut down: its content set closed, its error is not the
+        asking page's (the page was retried and fetched twice when the partition that owned its content
+        had ended first)."""
+        if owner is self:
+            return call()
+        if owner.inbox is None:
             return None
         try:
-            return owner.claims.claim(self.index, 0, body_fingerprint, url, fetched_at)
+            return call()
         except SeenStateError:
-            if owner is self:
-                raise
             return None
+
+    async def claim_first(self, body_fingerprint: int, url: str, fetched_at: float) -> Answer | None:
+        owner = self._network.meshes[content_owner(body_fingerprint, self.partitions)]
+        claims = owner.claims
+        assert claims is not None
+        return self._to_owner(owner, lambda: claims.claim(self.index, 0, body_fingerprint, url, fetched_at))
 
     async def ask_near(self, questions: dict[int, NearQuestion]) -> dict[int, NearMatch | None]:
         answers: dict[int, NearMatch | None] = {}
@@ -226,14 +235,9 @@ class MemoryMesh:
 
     def settle(self, body_fingerprint: int, url: str, *, stored: bool) -> None:
         owner = self._network.meshes[content_owner(body_fingerprint, self.partitions)]
-        assert owner.claims is not None
-        if owner is not self and owner.inbox is None:
-            return  # a message to a gone peer
-        try:
-            owner.claims.settle(body_fingerprint, url, stored=stored)
-        except SeenStateError:
-            if owner is self:
-                raise
+        claims = owner.claims
+        assert claims is not None
+        self._to_owner(owner, lambda: claims.settle(body_fingerprint, url, stored=stored))
 
     def stop_asking(self) -> None:
         """Nothing to end: the fake answers every question at once."""
