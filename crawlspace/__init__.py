@@ -6,7 +6,7 @@ writing WARC files and crawl wiring the loop together. `Crawler` (crawlspace.api
 from Python, with the extension points of crawlspace.hooks; the CLI is a thin layer over it.
 
 `Crawler` and `CrawlStats` are imported on first use (PEP 562), so that `import crawlspace.simweb`
-or `crawlspace.config` does not pay for the engine's imports (aiohttp, lexbor, the store).
+or `crawlspace.config` does not pay for the engine's imports (the HTTP client, lexbor, the store).
 """
 
 from __future__ import annotations

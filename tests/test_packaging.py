@@ -76,15 +76,13 @@ def test_dependencies_are_listed_once() -> None:
 
 def test_what_the_tests_and_benchmarks_import_is_declared() -> None:
     """Scrapy (and its Twisted) is the benchmark's opponent: bench/throughput installs it in a venv of its own;
-    so does bench/search for its references bm25s and tantivy; bench/throughput/client_cost.py installs its
-    reference httptools under bench/out."""
+    so does bench/search for its references bm25s and tantivy."""
     declared = RUNTIME | TEST_EXTRA
     for root in (REPO / "tests", REPO / "examples", REPO / "bench"):
         undeclared = {
             module: sorted(files)
             for module, files in _imported_modules(root).items()
-            if module not in ("scrapy", "twisted", "bm25s", "tantivy", "httptools")
-            and not _providers(module) & declared
+            if module not in ("scrapy", "twisted", "bm25s", "tantivy") and not _providers(module) & declared
         }
         assert not undeclared, f"imported under {root.name}/ but declared nowhere: {undeclared}"
 
@@ -92,7 +90,7 @@ def test_what_the_tests_and_benchmarks_import_is_declared() -> None:
 def test_the_helper_sees_real_imports() -> None:
     """The checks above would pass vacuously if the scan found nothing."""
     modules = _imported_modules(REPO / "crawlspace")
-    assert {"aiohttp", "msgspec", "selectolax", "yarl", "pycares"} <= set(modules)
+    assert {"aiohttp", "httptools", "msgspec", "selectolax", "pycares"} <= set(modules)
     assert "fastwarc" not in modules and "protego" not in modules  # test-only: the package has its own
     assert _providers("yaml") == set() or "pyyaml" in _providers("yaml")
     assert _distribution("FastWARC>=2.0; python_version>'3'") == "fastwarc"

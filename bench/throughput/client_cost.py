@@ -8,11 +8,12 @@ answers every GET on 100 loopback addresses with one page of `--body-bytes` (Con
 and three clients, each in a fresh process on uvloop with 64 requests in flight and one connection per
 address, fetch `--requests` pages after a warm-up that opens the connections:
 
-- `fetcher`: crawlspace's `Fetcher.fetch` (aiohttp underneath, with the crawl's body buffer, headers kept
-  for the WARC record, the address guard, outcome and statistics);
+- `fetcher`: crawlspace's `Fetcher.fetch` (its own keep-alive client on llhttp since issue 17's tenth round,
+  aiohttp before; with the crawl's body buffer, headers kept for the WARC record, the address guard, outcome
+  and statistics);
 - `aiohttp`: a bare `ClientSession.get` and `read()`, as configured by the fetcher (no cookies, no decoding);
 - `llhttp`: a keep-alive `asyncio.Protocol` feeding httptools' parser (llhttp, as uvicorn uses): the least a
-  client in Python can do per request; httptools is installed on first use under bench/out/.
+  client in Python can do per request.
 
 Printed: CPU µs per request of the client process (getrusage), requests/s, per round and as medians, and
 each client's cost as a ratio to the fetcher's. The server's CPU is left out: a crawler pays the server's
@@ -37,7 +38,6 @@ sys.path.insert(0, str(REPO))
 
 from tests.distributed.redis_server import free_port  # noqa: E402
 
-HTTPTOOLS = REPO / "bench" / "out" / "httptools-lib"
 ADDRESSES = 100
 IN_FLIGHT = 64
 CLIENTS = ("fetcher", "aiohttp", "llhttp")
@@ -123,8 +123,7 @@ async def _aiohttp(port: int, requests: int) -> tuple[float, float]:
 
 
 async def _llhttp(port: int, requests: int) -> tuple[float, float]:
-    sys.path.insert(0, str(HTTPTOOLS))
-    import httptools  # type: ignore[import-not-found,unused-ignore]  # installed under bench/out
+    import httptools
 
     class Connection(asyncio.Protocol):
         def __init__(self) -> None:
@@ -197,10 +196,6 @@ def main() -> None:
     if args.client is not None:
         client(args.client, args.serve, args.requests)
         return
-    if not (HTTPTOOLS / "httptools").exists():
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "-q", "--target", str(HTTPTOOLS), "httptools"], check=True
-        )
     port = free_port()
     me = [sys.executable, str(Path(__file__).resolve())]
     server = subprocess.Popen([*me, "--serve", str(port), "--body-bytes", str(args.body_bytes)], stdout=subprocess.PIPE)

@@ -1,4 +1,4 @@
-"""HTTP(S) fetcher on aiohttp: pooled keep-alive connections, bounded everything, no inline redirects.
+"""HTTP(S) fetcher: pooled keep-alive connections (`crawlspace.fetch.http1`), bounded everything, no inline redirects.
 
 One `fetch` is one attempt, and it ends in exactly one Outcome; the fetcher never raises for
 anything the network or the server does, and never retries or sleeps (retries go back through
@@ -10,23 +10,23 @@ What a hostile server can make it spend is bounded:
 - memory: the body is read up to `max_body_bytes` and then truncated and marked
   (`FetchResult.truncated`, the WARC-Truncated reason); Content-Encoding is undone as the body
   arrives with caps on decoded size and ratio (`crawlspace.fetch.decode`), so a gzip, br or zstd
-  bomb stops the read; status line, header size and header count are capped by the parser. With
+  bomb stops the read; the response head, its header count and each header's size are capped. With
   a spill directory, a body or decoded content beyond `spill_bytes` goes to an unnamed temporary
   file as it arrives (`crawlspace.fetch.body`), so a fetch in flight holds at most that much of
   each (a spilled result's files go with `release()`).
 
-The body is kept as sent (for the WARC record) and the decoded content beside it. Connections go
-to the address our resolver produced and the guard accepted (`_PinnedResolver`); URLs with an IP
-literal, which aiohttp connects to without asking any resolver, are checked here first. Cookies
-are not kept: a jar shared by millions of hosts is a memory leak and a privacy leak.
+The body is kept as sent (for the WARC record) and the decoded content beside it. A new connection
+goes to the address our resolver produced and the guard accepted (an IP literal is checked as it
+is), one lookup per connection. Cookies are not kept: a jar shared by millions of hosts is a memory
+leak and a privacy leak.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import errno
 import logging
-import socket
 import ssl
 import time
 from collections import Counter
@@ -34,14 +34,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
-from yarl import URL
-
 from crawlspace.dns import AddressGuard, DNSFailure, GuardRefused, Resolver
 from crawlspace.dns.resolver import is_ip_literal
 from crawlspace.fetch.body import BodyBuffer, Payload, SpilledBytes
 from crawlspace.fetch.decode import SUPPORTED_ENCODINGS, BoundedDecoder, DecodeError, DecodeLimitExceeded
+from crawlspace.fetch.http1 import (
+    Connection,
+    ConnectionPool,
+    Disconnected,
+    HeadLimits,
+    Origin,
+    ProtocolError,
+    open_connection,
+    split_url,
+    tls_context,
+)
 from crawlspace.fetch.outcomes import Outcome
 from crawlspace.urls.fingerprint import content_fingerprint, content_fingerprint_of_parts
 
@@ -158,29 +165,6 @@ class FetchResult:
         return min(max(when - (time.time() if now is None else now), 0.0), RETRY_AFTER_CAP)
 
 
-class _PinnedResolver(AbstractResolver):
-    """aiohttp resolver that connects only to addresses our resolver produced and the guard accepted."""
-
-    def __init__(self, resolver: Resolver, guard: AddressGuard) -> None:
-        self._resolver = resolver
-        self._guard = guard
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        address = await self._resolver.resolve(host)
-        self._guard.check(host, address)
-        ip_family = socket.AF_INET6 if ":" in address else socket.AF_INET
-        return [
-            ResolveResult(
-                hostname=host, host=address, port=port, family=ip_family, proto=0, flags=socket.AI_NUMERICHOST
-            )
-        ]
-
-    async def close(self) -> None:
-        return None
-
-
 @dataclass(frozen=True, slots=True)
 class FetchLimits:
     max_body_bytes: int = 10 * 1024 * 1024
@@ -214,19 +198,21 @@ class Fetcher:
         in `spill_dir` (default: the system's temporary directory) as it arrives; None keeps all in memory."""
         self._resolver = resolver
         self._guard = guard
-        self._headers = {
-            "User-Agent": user_agent,
-            "Accept": ACCEPT,
-            "Accept-Encoding": ", ".join(SUPPORTED_ENCODINGS),
-        }
+        headers = [("User-Agent", user_agent), ("Accept", ACCEPT), ("Accept-Encoding", ", ".join(SUPPORTED_ENCODINGS))]
         if from_header:
-            self._headers["From"] = from_header
-        self._pool = (max_connections, max_conn_per_host, keepalive_timeout)
-        self._timeout = aiohttp.ClientTimeout(total=total_timeout, sock_connect=connect_timeout, sock_read=read_timeout)
+            headers.append(("From", from_header))
+        _check_header_lines(headers)
+        self._headers = headers
+        self._pool_limits = (max_connections, max_conn_per_host, keepalive_timeout)
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.total_timeout = total_timeout
         self.limits = limits or FetchLimits(max_body_bytes=max_body_bytes, max_decoded_bytes=max_body_bytes)
+        self._head_limits = HeadLimits(self.limits.max_response_headers, self.limits.max_header_bytes)
         self._verify_tls = verify_tls
+        self._tls: ssl.SSLContext | None = None  # made at the first https connection (loading the trust store takes ms)
         self._spill = (spill_bytes, spill_dir)
-        self._session: aiohttp.ClientSession | None = None
+        self._pool: ConnectionPool | None = None
         # statistics (stats.json "fetch"): every attempt, robots.txt included
         self.attempts = 0
         self.outcomes: Counter[str] = Counter()
@@ -242,73 +228,58 @@ class Fetcher:
         await self.close()
 
     async def open(self) -> None:
-        max_connections, per_host, keepalive = self._pool
-        connector = aiohttp.TCPConnector(
-            limit=max_connections,
-            limit_per_host=per_host,
-            resolver=_PinnedResolver(self._resolver, self._guard),
-            use_dns_cache=False,
-            ssl=self._verify_tls,  # True: aiohttp's verifying default context, built once at import
-            keepalive_timeout=keepalive,
-        )
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            timeout=self._timeout,
-            auto_decompress=False,
-            headers=self._headers,
-            skip_auto_headers=("Accept-Encoding",),
-            cookie_jar=aiohttp.DummyCookieJar(),
-            max_line_size=self.limits.max_header_bytes,
-            max_field_size=self.limits.max_header_bytes,
-            max_headers=self.limits.max_response_headers,
-        )
+        max_connections, per_host, keepalive = self._pool_limits
+        self._pool = ConnectionPool(limit=max_connections, per_origin=per_host, keepalive=keepalive)
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     async def fetch(
         self, url: str, *, validators: Validators | None = None, extra_headers: Sequence[tuple[str, str]] = ()
     ) -> FetchResult:
         """One GET of `url`; with `validators` it is conditional (a 304 means the stored copy holds)."""
-        session = self._session
-        assert session is not None, "Fetcher used before open()"
+        pool = self._pool
+        assert pool is not None, "Fetcher used before open()"
         result = FetchResult(url=url, outcome=Outcome.NETWORK_ERROR, started=time.time())
         clock = time.monotonic()
         body = BodyBuffer(*self._spill)
-        headers = None
-        if extra_headers or validators:
-            headers = dict(extra_headers)
-            headers.update(validators.request_headers() if validators else ())
+        connection: Connection | None = None
         try:
-            target = URL(url)
-            host = target.raw_host or ""
-            # aiohttp connects to IP literals without asking a resolver: check them here
-            if (host[:1].isdigit() or ":" in host) and is_ip_literal(host):
-                self._guard.check(host, host.strip("[]"))
-            async with session.get(target, allow_redirects=False, headers=headers) as resp:
-                result.status = resp.status
-                result.reason = resp.reason or ""
-                result.headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
-                result.request_headers = list(resp.request_info.headers.items())
-                result.address = _peer_address(resp)
-                result.outcome = Outcome.for_status(resp.status)
-                coding = (resp.headers.get("Content-Encoding") or "").strip().lower()
-                await self._read_body(resp, result, body, coding not in ("", "identity"))
+            async with asyncio.timeout(self.total_timeout if self.total_timeout > 0 else None):
+                origin, target = split_url(url)
+                headers = [("Host", origin.host_header), *self._headers]
+                if extra_headers or validators:
+                    extra = [*extra_headers, *(validators.request_headers() if validators else ())]
+                    _check_header_lines(extra)
+                    headers += extra
+                result.request_headers = headers
+                head = f"GET {target} HTTP/1.1\r\n" + "".join(f"{name}: {value}\r\n" for name, value in headers)
+                connection = await pool.acquire(origin, lambda: self._connect(origin))
+                response = await connection.request((head + "\r\n").encode("latin-1"), self.read_timeout)
+                result.status = response.status
+                result.reason = response.reason
+                result.headers = response.headers
+                result.address = connection.peer
+                result.outcome = Outcome.for_status(response.status)
+                await self._read_body(connection, result, body, _has_coding(result))
         except DNSFailure as exc:
             result.outcome, result.error = Outcome.DNS_ERROR, str(exc)
         except GuardRefused as exc:
             result.outcome, result.error = Outcome.GUARD_REFUSED, str(exc)
         except Exception as exc:  # everything a server can cause ends in an outcome
             result.outcome, result.error = _classify(exc)
-            if type(exc) is TimeoutError:  # aiohttp's socket timeouts are subclasses with their own text
-                result.error = f"total timeout of {self._timeout.total} s exceeded"
+            if type(exc) is TimeoutError:  # the total timeout (the socket timeouts are subclasses with their own text)
+                result.error = f"total timeout of {self.total_timeout} s exceeded"
             if body.size and not result.truncated:
                 result.truncated = "time" if result.outcome is Outcome.TIMEOUT else "disconnect"
-            expected = aiohttp.ClientError | aiohttp.http_exceptions.HttpProcessingError | OSError | ValueError
+            expected = ProtocolError | OSError | ValueError
             if not isinstance(exc, expected):
                 log.warning("fetch %s: unexpected %s", url, type(exc).__name__, exc_info=exc)
+        finally:
+            if connection is not None:
+                pool.release(connection)
         if body.size:
             result.body = body.finish()
             if result.decoded is None and not result.decode_error and not _has_coding(result):
@@ -317,9 +288,28 @@ class Fetcher:
         self._count(result)
         return result
 
-    async def _read_body(
-        self, response: aiohttp.ClientResponse, result: FetchResult, body: BodyBuffer, coded: bool
-    ) -> None:
+    async def _connect(self, origin: Origin) -> Connection:
+        """A new connection to `origin`, at the address the resolver gives and the guard accepts."""
+        host = origin.host
+        if (host[:1].isdigit() or host[:1] == "[") and is_ip_literal(host):
+            address = host.strip("[]")
+        else:
+            address = await self._resolver.resolve(host)
+        self._guard.check(host, address)
+        return await open_connection(
+            origin,
+            address,
+            limits=self._head_limits,
+            tls=self._tls_context() if origin.scheme == "https" else None,
+            timeout=self.connect_timeout,
+        )
+
+    def _tls_context(self) -> ssl.SSLContext:
+        if self._tls is None:
+            self._tls = tls_context(self._verify_tls)
+        return self._tls
+
+    async def _read_body(self, connection: Connection, result: FetchResult, body: BodyBuffer, coded: bool) -> None:
         limits = self.limits
         decoder: BoundedDecoder | None = None
         decoded = BodyBuffer(*self._spill)
@@ -334,31 +324,28 @@ class Fetcher:
             except DecodeError as exc:
                 result.decode_error = str(exc)
         limit = limits.max_body_bytes
-        stream = response.content
-        while True:
-            chunk = await stream.readany()
-            if not chunk:
-                break
-            if body.size + len(chunk) > limit:
-                chunk = chunk[: limit - body.size]
-                result.truncated = "length"
-                result.outcome = Outcome.TOO_LARGE
-                result.error = f"body exceeds {limit} bytes"
-            body.append(chunk)
-            if decoder is not None:
-                try:
-                    decoder.feed(chunk)
-                except DecodeLimitExceeded as exc:
+        while not result.truncated and (chunks := await connection.read()):
+            for chunk in chunks:
+                if body.size + len(chunk) > limit:
+                    chunk = chunk[: limit - body.size]
                     result.truncated = "length"
                     result.outcome = Outcome.TOO_LARGE
-                    result.error = exc.reason
+                    result.error = f"body exceeds {limit} bytes"
+                body.append(chunk)
+                if decoder is not None:
+                    try:
+                        decoder.feed(chunk)
+                    except DecodeLimitExceeded as exc:
+                        result.truncated = "length"
+                        result.outcome = Outcome.TOO_LARGE
+                        result.error = exc.reason
+                        break
+                    except DecodeError as exc:
+                        result.decode_error = str(exc)
+                        result.outcome, result.error = Outcome.BAD_RESPONSE, str(exc)
+                        decoder = None
+                if result.truncated:
                     break
-                except DecodeError as exc:
-                    result.decode_error = str(exc)
-                    result.outcome, result.error = Outcome.BAD_RESPONSE, str(exc)
-                    decoder = None
-            if result.truncated:
-                break
         if decoder is not None:
             if not result.truncated:
                 try:
@@ -387,17 +374,8 @@ class Fetcher:
         }
 
     def __repr__(self) -> str:
-        state = "open" if self._session is not None else "closed"
+        state = "open" if self._pool is not None else "closed"
         return f"<Fetcher {state} attempts={self.attempts} outcomes={dict(self.outcomes)}>"
-
-
-def _peer_address(response: aiohttp.ClientResponse) -> str | None:
-    """The IP address the response came from (WARC-IP-Address). A response whose body arrived with
-    its head has already given its connection back to the pool, so ask the protocol as well."""
-    protocol = response.connection.protocol if response.connection else getattr(response, "_protocol", None)
-    transport = getattr(protocol, "transport", None)
-    peer = transport.get_extra_info("peername") if transport is not None else None
-    return str(peer[0]) if peer else None
 
 
 def _has_coding(result: FetchResult) -> bool:
@@ -405,45 +383,38 @@ def _has_coding(result: FetchResult) -> bool:
     return coding not in ("", "identity")
 
 
+def _check_header_lines(headers: Sequence[tuple[str, str]]) -> None:
+    """Request headers must each be one line of latin-1 (a value from a config or an earlier response
+    must not be able to add headers or a second request)."""
+    for name, value in headers:
+        for text in (name, value):
+            if "\r" in text or "\n" in text or not text.isprintable() or not _is_latin1(text):
+                raise ValueError(f"request header {name!r}: {value!r} is not one line of latin-1 text")
+
+
+def _is_latin1(text: str) -> bool:
+    return text.isascii() or all(ord(character) < 256 for character in text)
+
+
 def _classify(exc: BaseException) -> tuple[Outcome, str]:
-    """The outcome of an exception raised by aiohttp (or the OS) during one attempt."""
+    """The outcome of an exception raised by the HTTP client (or the OS) during one attempt."""
     text = f"{type(exc).__name__}: {exc}".rstrip(": ")
-    cause = getattr(exc, "os_error", None) or exc.__cause__
-    if isinstance(cause, DNSFailure):
-        return Outcome.DNS_ERROR, str(cause)
-    if isinstance(cause, GuardRefused):
-        return Outcome.GUARD_REFUSED, str(cause)
-    if isinstance(exc, aiohttp.ClientSSLError | ssl.SSLError) or isinstance(cause, ssl.SSLError):
+    if isinstance(exc, ssl.SSLError):  # before ValueError: certificate errors are both
         return Outcome.TLS_ERROR, text
-    if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError) or isinstance(cause, TimeoutError):
+    if isinstance(exc, TimeoutError):
         return Outcome.TIMEOUT, text or "timeout"
-    if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return Outcome.DNS_ERROR, text
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        if isinstance(exc.os_error, ConnectionRefusedError):
-            return Outcome.CONNECTION_REFUSED, text
-        return Outcome.NETWORK_ERROR, text
-    if isinstance(exc, aiohttp.ClientPayloadError):
-        if any(isinstance(e, ConnectionResetError) for e in _chain(exc)) or "connection reset" in text.lower():
-            return Outcome.CONNECTION_RESET, text
-        return Outcome.BAD_RESPONSE, text  # wrong Content-Length, broken chunked encoding
-    if isinstance(exc, aiohttp.ServerDisconnectedError | ConnectionResetError | BrokenPipeError):
+    if isinstance(exc, ProtocolError):
+        return Outcome.BAD_RESPONSE, str(exc)  # garbage status line, too many or too long headers, bad framing
+    if isinstance(exc, Disconnected):
+        if exc.reset or not exc.in_body:
+            return Outcome.CONNECTION_RESET, str(exc)
+        return Outcome.BAD_RESPONSE, str(exc)  # closed before its Content-Length or last chunk
+    if isinstance(exc, ConnectionRefusedError):
+        return Outcome.CONNECTION_REFUSED, text
+    if isinstance(exc, ConnectionResetError | BrokenPipeError) or (
+        isinstance(exc, OSError) and exc.errno in (errno.ECONNRESET, errno.EPIPE)
+    ):
         return Outcome.CONNECTION_RESET, text
-    if isinstance(exc, aiohttp.ClientOSError) and exc.errno in (errno.ECONNRESET, errno.EPIPE):
-        return Outcome.CONNECTION_RESET, text
-    if isinstance(exc, aiohttp.ClientResponseError | aiohttp.http_exceptions.HttpProcessingError):
-        return Outcome.BAD_RESPONSE, text  # garbage status line, too many or too long headers
-    if isinstance(exc, aiohttp.InvalidURL | ValueError):
-        return Outcome.NETWORK_ERROR, f"invalid URL: {exc}"
+    if isinstance(exc, ValueError):
+        return Outcome.NETWORK_ERROR, str(exc)
     return Outcome.NETWORK_ERROR, text
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    """The exception and what caused it, a few levels deep (aiohttp wraps OS errors)."""
-    chain = [exc]
-    while len(chain) < 6:
-        nxt = chain[-1].__cause__ or chain[-1].__context__
-        if nxt is None:
-            break
-        chain.append(nxt)
-    return chain

@@ -45,9 +45,10 @@ def test_fetcher_carries_identity_limits_and_timeouts() -> None:
     fetcher = assembly.fetcher(config, assembly.resolver(CrawlConfig()), AddressGuard())
     assert fetcher.limits.max_body_bytes == 4096
     assert fetcher.limits.max_response_headers == 64
-    assert fetcher._headers["From"] == "ops@example.org"
-    assert "+http" in fetcher._headers["User-Agent"]  # a contact URL, always
-    assert fetcher._timeout.sock_read == 7
+    headers = dict(fetcher._headers)
+    assert headers["From"] == "ops@example.org"
+    assert "+http" in headers["User-Agent"]  # a contact URL, always
+    assert fetcher.read_timeout == 7
 
 
 def test_resolver() -> None:
