@@ -282,7 +282,19 @@ STAGES = (
         "host splitter (batches to other processes)",
         ("CrawlEngine._send_batches", "CrawlEngine.receive_urls", "SocketMesh.", "Channel."),
     ),
-    ("fetch (aiohttp, sockets)", ("Fetcher.", "CrawlEngine._fetch_page", "CrawlEngine._fetch_robots")),
+    (
+        "fetch (HTTP client, sockets)",
+        (
+            "Fetcher.",
+            "CrawlEngine._fetch_page",
+            "CrawlEngine._fetch_robots",
+            "Connection.data_received",  # crawlspace.fetch.http1's protocol, called by the event loop
+            "Connection.connection_",
+            "Connection.eof_received",
+            "Connection._check_read_timeout",
+            "ConnectionPool.",
+        ),
+    ),
     ("frontier", ("Frontier.", "DiskQueue.")),
     ("event loop and other", ("",)),
 )
