@@ -143,6 +143,11 @@ class Connection(asyncio.Protocol):
         self._limits = limits
         self._transport: asyncio.Transport | None = None
         self._parser = httptools.HttpResponseParser(self)
+        # what aiohttp's client tolerates of real servers (it sets these on the same parser): odd bytes in
+        # header values, bare LF line ends, spaces after a chunk size; framing stays strict
+        self._parser.set_dangerous_leniencies(
+            lenient_headers=True, lenient_optional_cr_before_lf=True, lenient_spaces_after_chunk_size=True
+        )
         self._waiter: asyncio.Future[None] | None = None
         self._error: BaseException | None = None
         self._closed = False

@@ -253,3 +253,15 @@ def test_a_cancelled_wait_for_a_connection_gives_its_turn_to_the_next() -> None:
     assert [r.outcome for r in results] == [Outcome.OK, Outcome.OK]
     assert seen.max_active == 1
     assert [request.split(b" ")[1] for request in seen.requests] == [b"/1", b"/3"]
+
+
+def test_a_server_ending_lines_with_a_bare_lf_is_understood_as_aiohttp_did() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seen: Scripted) -> None:
+        while await read_request(reader, seen):
+            writer.write(b"HTTP/1.1 200 OK\nContent-Type: text/html\nContent-Length: 4\n\nbare")
+            await writer.drain()
+
+    results, seen = run_against(handler, fetch_twice)
+    assert [(r.outcome, r.body) for r in results] == [(Outcome.OK, b"bare")] * 2
+    assert results[0].header("content-type") == "text/html"
+    assert seen.connections == 1
