@@ -186,3 +186,15 @@ def test_every_attempt_is_counted_by_outcome(hostile: HostileServer) -> None:
     stats = fetcher.stats()
     assert stats["attempts"] == 5
     assert stats["outcomes"] == {"2xx": 2, "3xx": 1, "4xx": 1, "bad-response": 1}
+
+
+def test_https_connections_are_kept_alive_and_carry_the_name_for_sni(tls_server: HostileServer) -> None:
+    resolver = offline_resolver({"self-signed.test": "127.0.0.7"})
+    before = tls_server.connections
+    results = fetch_all(
+        make_fetcher(resolver=resolver, verify_tls=False), [tls_server.url("/ok", host="self-signed.test")] * 3
+    )
+    assert [r.outcome for r in results] == [Outcome.OK] * 3
+    assert {r.address for r in results} == {"127.0.0.7"}
+    assert tls_server.connections - before == 1
+    assert all(("Host", f"self-signed.test:{tls_server.port}") in r.request_headers for r in results)
