@@ -49,6 +49,13 @@ class LiveCrawl:
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())  # type: ignore[no-any-return]
 
+    def assert_ended_cleanly(self, timeout: float = 60.0) -> None:
+        """The crawl process exits 0 within `timeout`; else the failure shows what it wrote last
+        (a worker's traceback: the exit code alone says only that one died)."""
+        code = self.process.wait(timeout)
+        time.sleep(0.2)  # the reader thread takes the last lines
+        assert code == 0, f"exit code {code}; the crawl's last output:\n" + "".join(self.stderr[-60:])
+
     def wait_for(self, predicate: Any, timeout: float = 30.0, what: str = "") -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while True:

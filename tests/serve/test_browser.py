@@ -106,7 +106,7 @@ def test_watch_a_live_crawl_open_a_host_and_a_page_search_pause_and_resume(
         expect(page.locator("#state")).to_have_text("running", timeout=10_000)
         _until(page, lambda: _number(page, "#pages") > held, "pages after the resume")
         crawl.control("stop")
-        assert crawl.process.wait(60) == 0
+        crawl.assert_ended_cleanly()
 
 
 @pytest.mark.slow
@@ -152,7 +152,7 @@ def test_a_two_process_crawl_shows_its_partitions_caches_and_host_delays(
         page.click("#hosts-table tbody tr:first-child td:first-child a")
         assert page.text_content("#live-cause") in ("crawl-delay", "min-delay", "10x-rule", "backoff")
         crawl.control("stop")
-        assert crawl.process.wait(60) == 0
+        crawl.assert_ended_cleanly()
 
 
 def test_payloads_in_titles_urls_anchors_and_robots_never_run(

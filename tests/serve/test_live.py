@@ -37,7 +37,7 @@ def test_pause_resume_and_stop_a_live_crawl(served_small_web: RunningServer, tmp
         crawl.control("resume")
         crawl.wait_for(lambda o: o["state"] == "running" and o["pages"] > held, what="the resume")
         crawl.control("stop")
-        assert crawl.process.wait(60) == 0
+        crawl.assert_ended_cleanly()
     time.sleep(1.5)  # the server writes its log at most a second behind
     arrivals = [entry.arrived for entry in served_small_web.read_log()]
     assert not [at for at in arrivals if quiet_from <= at <= quiet_until]  # the server's side: no request at all
@@ -80,7 +80,7 @@ def test_crawlspace_serve_watches_a_crawl_running_in_another_process(
             assert crawl_log.read_text(encoding="utf-8") == "searched on the crawl's dashboard\n"
             assert other_log.read_text(encoding="utf-8") == "searched on the other\n"
             crawl.control("stop")
-            assert crawl.process.wait(60) == 0
+            crawl.assert_ended_cleanly()
             stats = json.loads((out / "stats.json").read_text())
             final = other.wait_for(lambda o: o["state"] == "finished", what="the end, seen from the other")
             assert final["pages"] == stats["pages_fetched"] and final["termination"] == "operator-stop"
