@@ -33,8 +33,7 @@ from dataclasses import dataclass
 
 import httptools
 
-_HIGH_WATER = 1 << 20  # bytes of body waiting for the reader before reading pauses
-_LOW_WATER = 1 << 18
+_HIGH_WATER = 1 << 20  # bytes of body waiting for the reader before reading pauses (it resumes when they are taken)
 _MAX_HEAD_BYTES = 1 << 18  # a status line and headers longer than this are refused, whatever each line is
 
 
@@ -397,8 +396,8 @@ class HeadLimits:
 class ConnectionPool:
     """Keep-alive connections by origin, with a total and a per-origin limit on those in use.
 
-    `connect(origin)` makes a new connection when no idle one is there (the caller resolves, checks
-    and connects: see `Fetcher`). Idle connections older than `keepalive` are closed by a sweep
+    `acquire`'s `connect()` makes a new connection when no idle one is there (the caller resolves,
+    checks and connects: see `Fetcher`). Idle connections older than `keepalive` are closed by a sweep
     that runs only while some wait."""
 
     def __init__(self, *, limit: int, per_origin: int, keepalive: float) -> None:

@@ -103,6 +103,25 @@ async def serving(handler: Handler) -> tuple[asyncio.Server, Scripted]:
     return server, seen
 
 
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+
+def answering(*parts: bytes, delay: float = 0.0, keep_alive: bool = True) -> Handler:
+    """A handler that answers each request (only the first, without `keep_alive`) with `parts`, each
+    written and drained in turn, after `delay` seconds."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seen: Scripted) -> None:
+        while await read_request(reader, seen):
+            await asyncio.sleep(delay)
+            for part in parts:
+                writer.write(part)
+                await writer.drain()
+            if not keep_alive:
+                return
+
+    return handler
+
+
 def run_against(
     handler: Handler,
     client: Callable[[Fetcher, Scripted], Awaitable[list[FetchResult]]],
@@ -123,11 +142,7 @@ async def fetch_twice(fetcher: Fetcher, seen: Scripted) -> list[FetchResult]:
 
 
 def test_a_body_without_length_ends_with_the_connection_and_the_next_request_opens_another() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seen: Scripted) -> None:
-        if await read_request(reader, seen):
-            writer.write(b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<p>until the end</p>")
-            await writer.drain()
-
+    handler = answering(b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<p>until the end</p>", keep_alive=False)
     results, seen = run_against(handler, fetch_twice)
     assert [r.outcome for r in results] == [Outcome.OK, Outcome.OK]
     assert [r.body for r in results] == [b"<p>until the end</p>"] * 2
@@ -135,14 +150,9 @@ def test_a_body_without_length_ends_with_the_connection_and_the_next_request_ope
 
 
 def test_chunked_responses_keep_the_connection_for_the_next_request() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seen: Scripted) -> None:
-        while await read_request(reader, seen):
-            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
-            writer.write(b"5\r\nhello\r\n")
-            await writer.drain()
-            writer.write(b"6\r\n world\r\n0\r\n\r\n")
-            await writer.drain()
-
+    handler = answering(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n", b"6\r\n world\r\n0\r\n\r\n"
+    )
     results, seen = run_against(handler, fetch_twice)
     assert [r.body for r in results] == [b"hello world"] * 2
     assert seen.connections == 1
@@ -150,12 +160,10 @@ def test_chunked_responses_keep_the_connection_for_the_next_request() -> None:
 
 
 def test_an_interim_response_is_skipped_for_the_final_one() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seen: Scripted) -> None:
-        while await read_request(reader, seen):
-            writer.write(b"HTTP/1.1 100 Continue\r\nX-Interim: yes\r\n\r\n")
-            writer.write(b"HTTP/1.1 201 Created\r\nContent-Length: 4\r\nX-Final: yes\r\n\r\ndone")
-            await writer.drain()
-
+    handler = answering(
+        b"HTTP/1.1 100 Continue\r\nX-Interim: yes\r\n\r\n",
+        b"HTTP/1.1 201 Created\r\nContent-Length: 4\r\nX-Final: yes\r\n\r\ndone",
+    )
     results, seen = run_against(handler, fetch_twice)
     assert [(r.status, r.reason, r.body) for r in results] == [(201, "Created", b"done")] * 2
     assert results[0].headers == [("Content-Length", "4"), ("X-Final", "yes")]
@@ -163,10 +171,7 @@ def test_an_interim_response_is_skipped_for_the_final_one() -> None:
 
 
 def test_a_chunked_body_cut_by_the_server_closing_is_a_bad_response_kept_as_far_as_it_came() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seen: Scripted) -> None:
-        if await read_request(reader, seen):
-            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n3\r\nwo")
-            await writer.drain()
+    handler = answering(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n3\r\nwo", keep_alive=False)
 
     async def once(fetcher: Fetcher, seen: Scripted) -> list[FetchResult]:
         return [await fetcher.fetch(seen.url())]
@@ -179,11 +184,6 @@ def test_a_chunked_body_cut_by_the_server_closing_is_a_bad_response_kept_as_far_
 
 
 def test_an_idle_connection_is_closed_after_the_keepalive_time() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seen: Scripted) -> None:
-        while await read_request(reader, seen):
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            await writer.drain()
-
     async def with_a_pause(fetcher: Fetcher, seen: Scripted) -> list[FetchResult]:
         first = await fetcher.fetch(seen.url("/one"))
         await asyncio.sleep(0.1)
@@ -193,40 +193,31 @@ def test_an_idle_connection_is_closed_after_the_keepalive_time() -> None:
         third = await fetcher.fetch(seen.url("/three"))
         return [first, second, third] if closed_while_idle == 1 else []
 
-    results, seen = run_against(handler, with_a_pause, keepalive_timeout=0.3)
+    results, seen = run_against(answering(OK), with_a_pause, keepalive_timeout=0.3)
     assert [r.outcome for r in results] == [Outcome.OK] * 3, "the idle connection was not closed by the client"
     assert seen.connections == 2
 
 
 def test_the_total_connection_limit_holds_across_hosts() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seen: Scripted) -> None:
-        while await read_request(reader, seen):
-            await asyncio.sleep(0.1)
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            await writer.drain()
-
     async def many(fetcher: Fetcher, seen: Scripted) -> list[FetchResult]:
         # five origins (host names), one server: only the total limit applies
         return list(await asyncio.gather(*(fetcher.fetch(f"http://{name}:{seen.port}/") for name in NAMES)))
 
     resolver = offline_resolver(dict.fromkeys(NAMES, "127.0.0.1"))
-    results, seen = run_against(handler, many, max_connections=2, keepalive_timeout=0, resolver=resolver)
+    results, seen = run_against(
+        answering(OK, delay=0.1), many, max_connections=2, keepalive_timeout=0, resolver=resolver
+    )
     assert [r.outcome for r in results] == [Outcome.OK] * 5
     assert seen.max_active == 2
 
 
 def test_a_header_that_would_split_the_request_is_refused_before_sending() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seen: Scripted) -> None:
-        while await read_request(reader, seen):
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            await writer.drain()
-
     async def injected(fetcher: Fetcher, seen: Scripted) -> list[FetchResult]:
         bad = await fetcher.fetch(seen.url(), extra_headers=[("X-Note", "a\r\nGET /other HTTP/1.1")])
         good = await fetcher.fetch(seen.url(), extra_headers=[("X-Note", "plain")])
         return [bad, good]
 
-    (bad, good), seen = run_against(handler, injected)
+    (bad, good), seen = run_against(answering(OK), injected)
     assert bad.outcome is Outcome.NETWORK_ERROR
     assert "not one line" in bad.error
     assert good.outcome is Outcome.OK
@@ -234,12 +225,6 @@ def test_a_header_that_would_split_the_request_is_refused_before_sending() -> No
 
 
 def test_a_cancelled_wait_for_a_connection_gives_its_turn_to_the_next() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seen: Scripted) -> None:
-        while await read_request(reader, seen):
-            await asyncio.sleep(0.2)
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            await writer.drain()
-
     async def with_a_cancel(fetcher: Fetcher, seen: Scripted) -> list[FetchResult]:
         first = asyncio.create_task(fetcher.fetch(seen.url("/1")))
         await asyncio.sleep(0.05)
@@ -249,18 +234,14 @@ def test_a_cancelled_wait_for_a_connection_gives_its_turn_to_the_next() -> None:
         waiting.cancel()
         return [await first, await third]
 
-    results, seen = run_against(handler, with_a_cancel, max_conn_per_host=1)
+    results, seen = run_against(answering(OK, delay=0.2), with_a_cancel, max_conn_per_host=1)
     assert [r.outcome for r in results] == [Outcome.OK, Outcome.OK]
     assert seen.max_active == 1
     assert [request.split(b" ")[1] for request in seen.requests] == [b"/1", b"/3"]
 
 
 def test_a_server_ending_lines_with_a_bare_lf_is_understood_as_aiohttp_did() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seen: Scripted) -> None:
-        while await read_request(reader, seen):
-            writer.write(b"HTTP/1.1 200 OK\nContent-Type: text/html\nContent-Length: 4\n\nbare")
-            await writer.drain()
-
+    handler = answering(b"HTTP/1.1 200 OK\nContent-Type: text/html\nContent-Length: 4\n\nbare")
     results, seen = run_against(handler, fetch_twice)
     assert [(r.outcome, r.body) for r in results] == [(Outcome.OK, b"bare")] * 2
     assert results[0].header("content-type") == "text/html"
