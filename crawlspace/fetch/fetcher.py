@@ -27,6 +27,7 @@ import asyncio
 import email.utils
 import errno
 import logging
+import resource
 import ssl
 import time
 from collections import Counter
@@ -193,9 +194,12 @@ class Fetcher:
         verify_tls: bool = True,
         spill_bytes: int | None = None,
         spill_dir: str | Path | None = None,
+        max_idle_connections: int | None = None,
     ) -> None:
         """`spill_bytes`: a body (or decoded content) beyond this size goes to an unnamed temporary file
-        in `spill_dir` (default: the system's temporary directory) as it arrives; None keeps all in memory."""
+        in `spill_dir` (default: the system's temporary directory) as it arrives; None keeps all in memory.
+        `max_idle_connections`: keep-alive connections kept while idle (the oldest are closed beyond it);
+        None: half the process's file descriptor limit, at least `max_connections`."""
         self._resolver = resolver
         self._guard = guard
         headers = [("User-Agent", user_agent), ("Accept", ACCEPT), ("Accept-Encoding", ", ".join(SUPPORTED_ENCODINGS))]
@@ -204,6 +208,7 @@ class Fetcher:
         _check_header_lines(headers)
         self._headers = headers
         self._pool_limits = (max_connections, max_conn_per_host, keepalive_timeout)
+        self.max_idle_connections = max_idle_connections
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.total_timeout = total_timeout
@@ -229,7 +234,19 @@ class Fetcher:
 
     async def open(self) -> None:
         max_connections, per_host, keepalive = self._pool_limits
-        self._pool = ConnectionPool(limit=max_connections, per_origin=per_host, keepalive=keepalive)
+        self._pool = ConnectionPool(
+            limit=max_connections, per_origin=per_host, keepalive=keepalive, max_idle=self._max_idle(max_connections)
+        )
+
+    def _max_idle(self, max_connections: int) -> int:
+        """Idle connections kept: `max_idle_connections`, else up to half the process's file descriptors
+        (never fewer than `max_connections`), leaving the rest to connections in use and the crawl's files."""
+        if self.max_idle_connections is not None:
+            return self.max_idle_connections
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft == resource.RLIM_INFINITY:
+            soft = 1 << 20
+        return max(max_connections, soft // 2)
 
     async def close(self) -> None:
         if self._pool is not None:

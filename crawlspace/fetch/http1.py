@@ -24,6 +24,7 @@ redirects (the crawl follows them through its frontier), credentials in URLs (ne
 from __future__ import annotations
 
 import asyncio
+import math
 import ssl
 import time
 import typing
@@ -398,15 +399,19 @@ class ConnectionPool:
 
     `acquire`'s `connect()` makes a new connection when no idle one is there (the caller resolves,
     checks and connects: see `Fetcher`). Idle connections older than `keepalive` are closed by a sweep
-    that runs only while some wait."""
+    that runs only while some wait, and at most `max_idle` are kept (the oldest go first): a crawl
+    visits thousands of hosts within a keep-alive time, and each idle connection holds a file
+    descriptor."""
 
-    def __init__(self, *, limit: int, per_origin: int, keepalive: float) -> None:
+    def __init__(self, *, limit: int, per_origin: int, keepalive: float, max_idle: int | None = None) -> None:
         self.limit = limit
         self.per_origin = per_origin
         self.keepalive = keepalive
+        self.max_idle = limit if max_idle is None else max_idle
         self._in_use: dict[Origin, int] = {}
         self._total_in_use = 0
         self._idle: dict[Origin, list[Connection]] = {}
+        self._idle_count = 0
         self._idle_order: deque[tuple[float, Connection]] = deque()
         self._waiters: deque[tuple[Origin, asyncio.Future[None]]] = deque()
         self._sweep: asyncio.TimerHandle | None = None
@@ -432,6 +437,7 @@ class ConnectionPool:
             idle = self._idle.get(origin)
             while idle:
                 connection = idle.pop()
+                self._idle_count -= 1
                 if not connection.closed:
                     return connection
             if idle is not None:
@@ -448,7 +454,10 @@ class ConnectionPool:
         self._give_back(origin)
         if connection.reusable and self.keepalive > 0 and not self._closed:
             self._idle.setdefault(origin, []).append(connection)
+            self._idle_count += 1
             self._idle_order.append((connection.idle_since, connection))
+            while self._idle_count > self.max_idle and self._close_oldest_idle():
+                pass
             if self._sweep is None:
                 self._sweep = asyncio.get_running_loop().call_later(self.keepalive, self._close_expired)
         else:
@@ -478,19 +487,31 @@ class ConnectionPool:
         self._sweep = None
         loop = asyncio.get_running_loop()
         deadline = loop.time() - self.keepalive
+        while self._close_oldest_idle(idle_since_before=deadline):
+            pass
         order = self._idle_order
-        while order and order[0][0] <= deadline:
-            since, connection = order.popleft()
-            if connection.idle_since != since or connection._in_use:
-                continue  # used again since: a later entry stands for it
-            idle = self._idle.get(connection.origin)
-            if idle is not None and connection in idle:
-                idle.remove(connection)
-                if not idle:
-                    del self._idle[connection.origin]
-            connection.close()
         if order:
             self._sweep = loop.call_at(order[0][0] + self.keepalive, self._close_expired)
+
+    def _close_oldest_idle(self, idle_since_before: float = math.inf) -> bool:
+        """Close the connection idle the longest (if idle since before `idle_since_before`); False if there
+        is none. `_idle_order` has an entry per release: an entry is stale when its connection was taken
+        again since (a later one stands for it)."""
+        order = self._idle_order
+        while order and order[0][0] <= idle_since_before:
+            since, connection = order.popleft()
+            if connection.idle_since != since or connection._in_use:
+                continue
+            idle = self._idle.get(connection.origin)
+            if idle is None or connection not in idle:
+                continue  # taken by `acquire` and found closed
+            idle.remove(connection)
+            if not idle:
+                del self._idle[connection.origin]
+            self._idle_count -= 1
+            connection.close()
+            return True
+        return False
 
     def close(self) -> None:
         """Close every idle connection; those in use are closed as they come back."""
@@ -502,6 +523,7 @@ class ConnectionPool:
             for connection in connections:
                 connection.close()
         self._idle.clear()
+        self._idle_count = 0
         self._idle_order.clear()
 
 

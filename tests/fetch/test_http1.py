@@ -246,3 +246,27 @@ def test_a_server_ending_lines_with_a_bare_lf_is_understood_as_aiohttp_did() -> 
     assert [(r.outcome, r.body) for r in results] == [(Outcome.OK, b"bare")] * 2
     assert results[0].header("content-type") == "text/html"
     assert seen.connections == 1
+
+
+def test_beyond_the_idle_limit_the_connection_idle_the_longest_is_closed() -> None:
+    async def three_hosts(fetcher: Fetcher, seen: Scripted) -> list[FetchResult]:
+        first = await fetcher.fetch(f"http://{NAMES[0]}:{seen.port}/")
+        second = await fetcher.fetch(f"http://{NAMES[1]}:{seen.port}/")
+        await asyncio.sleep(0.1)
+        closed_after_two = seen.closed_by_client  # host 0's connection made way for host 1's
+        again = await fetcher.fetch(f"http://{NAMES[1]}:{seen.port}/")  # still kept: no new connection
+        return [first, second, again] if closed_after_two == 1 else []
+
+    resolver = offline_resolver(dict.fromkeys(NAMES, "127.0.0.1"))
+    results, seen = run_against(answering(OK), three_hosts, max_idle_connections=1, resolver=resolver)
+    assert [r.outcome for r in results] == [Outcome.OK] * 3, "host 0's idle connection was not closed"
+    assert seen.connections == 2
+
+
+def test_the_idle_limit_follows_the_file_descriptor_limit_by_default() -> None:
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert make_fetcher(max_idle_connections=7)._max_idle(100) == 7
+    expected = max(100, (1 << 20 if soft == resource.RLIM_INFINITY else soft) // 2)
+    assert make_fetcher()._max_idle(100) == expected
