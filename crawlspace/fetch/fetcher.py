@@ -263,6 +263,7 @@ class Fetcher:
         clock = time.monotonic()
         body = BodyBuffer(*self._spill)
         connection: Connection | None = None
+        coded = False  # Content-Encoding other than identity (known once the head is in)
         try:
             async with asyncio.timeout(self.total_timeout if self.total_timeout > 0 else None):
                 origin, target = split_url(url)
@@ -280,7 +281,8 @@ class Fetcher:
                 result.headers = response.headers
                 result.address = connection.peer
                 result.outcome = Outcome.for_status(response.status)
-                await self._read_body(connection, result, body, _has_coding(result))
+                coded = _has_coding(result)
+                await self._read_body(connection, result, body, coded)
         except DNSFailure as exc:
             result.outcome, result.error = Outcome.DNS_ERROR, str(exc)
         except GuardRefused as exc:
@@ -299,7 +301,7 @@ class Fetcher:
                 pool.release(connection)
         if body.size:
             result.body = body.finish()
-            if result.decoded is None and not result.decode_error and not _has_coding(result):
+            if result.decoded is None and not result.decode_error and not coded:
                 result.decoded = result.body  # identity: the content is the body
         result.duration = time.monotonic() - clock
         self._count(result)
@@ -405,7 +407,7 @@ def _check_header_lines(headers: Sequence[tuple[str, str]]) -> None:
     must not be able to add headers or a second request)."""
     for name, value in headers:
         for text in (name, value):
-            if "\r" in text or "\n" in text or not text.isprintable() or not _is_latin1(text):
+            if not text.isprintable() or not _is_latin1(text):  # CR, LF and other controls are not printable
                 raise ValueError(f"request header {name!r}: {value!r} is not one line of latin-1 text")
 
 

@@ -153,21 +153,20 @@ class Connection(asyncio.Protocol):
         self._closed = False
         self._in_use = False
         self._paused = False
-        # the response being read
-        self._head_bytes = 0
-        self._headers: list[tuple[str, str]] = []
-        self._reason = ""
-        self._head_done = False
-        self._interim = False
-        self._complete = False
-        self._keep_alive = False
-        self._close_delimited = False
-        self._chunks: list[bytes] = []
-        self._buffered = 0
+        self._new_response()
         self._last_read = 0.0
         self._read_timeout = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self.idle_since = 0.0
+
+    def _new_response(self) -> None:
+        """The state of the response being read, as before its first byte."""
+        self._head_bytes = 0
+        self._headers: list[tuple[str, str]] = []
+        self._reason = ""
+        self._head_done = self._interim = self._complete = self._keep_alive = self._close_delimited = False
+        self._chunks: list[bytes] = []
+        self._buffered = 0
 
     # -- asyncio.Protocol --------------------------------------------------------------------
 
@@ -208,9 +207,7 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._stop_timer()
         if not self._in_use or self._complete:
             return
         if self._head_done and self._close_delimited and exc is None:
@@ -322,11 +319,7 @@ class Connection(asyncio.Protocol):
     def _start(self, read_timeout: float) -> None:
         self._in_use = True
         self._error = None
-        self._head_bytes = 0
-        self._headers = []
-        self._reason = ""
-        self._head_done = self._interim = self._complete = self._keep_alive = self._close_delimited = False
-        self._chunks, self._buffered = [], 0
+        self._new_response()
         self._read_timeout = read_timeout
         self._last_read = self._loop.time()
         if read_timeout > 0:
