@@ -31,6 +31,7 @@ class LiveCrawl:
     url: str
     out: Path
     stderr: list[str]
+    reader: threading.Thread | None = None  # the thread filling `stderr`: done once the process has exited
 
     def get(self, path: str) -> Any:
         with urllib.request.urlopen(self.url.rstrip("/") + path, timeout=10) as response:
@@ -53,7 +54,8 @@ class LiveCrawl:
         """The crawl process exits 0 within `timeout`; else the failure shows what it wrote last
         (a worker's traceback: the exit code alone says only that one died)."""
         code = self.process.wait(timeout)
-        time.sleep(0.2)  # the reader thread takes the last lines
+        if self.reader is not None:
+            self.reader.join(10)  # its last lines
         assert code == 0, f"exit code {code}; the crawl's last output:\n" + "".join(self.stderr[-60:])
 
     def wait_for(self, predicate: Any, timeout: float = 30.0, what: str = "") -> dict[str, Any]:
@@ -94,10 +96,11 @@ def live_crawl(web: RunningServer, out: Path, *extra: str, processes: int = 1) -
             if match:
                 found.put(match[1])
 
-    threading.Thread(target=read, daemon=True).start()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
         url = found.get(timeout=60)
-        yield LiveCrawl(process, url, out, lines)
+        yield LiveCrawl(process, url, out, lines, reader)
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
