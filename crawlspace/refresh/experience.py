@@ -261,7 +261,19 @@ class UserExperienceWeights:
         return _Measured(key, sum(moved) / len(moved) if moved else IMPACT_PRIOR, len(moved))
 
     def install(self, weights: dict[str, float], stats: dict[str, int | str]) -> None:
-        self.weights, self.stats = weights, {**stats, "computations": int(self.stats.get("computations", 0)) + 1}
+        """Use a computation's weights; its stats are the last computation's, but for the counts over the
+        crawl: computations, and pages measured in all of them (`impact_measured` is the last one's, 0
+        whenever nothing shown changed since the one before)."""
+        before = self.stats
+        self.weights, self.stats = (
+            weights,
+            {
+                **stats,
+                "computations": int(before.get("computations", 0)) + 1,
+                "impact_measured_total": int(before.get("impact_measured_total", 0))
+                + int(stats.get("impact_measured", 0)),
+            },
+        )
         self.computed_at = self.clock()
 
 
