@@ -9,7 +9,10 @@ crawler's whole process tree), peak RSS (sum over the tree), and from nginx's ac
 violations, URLs fetched more than once and overlapping requests to one host. Then the ratios.
 
 `--profile` runs crawlspace under py-spy (sampling every process of the crawl; installed on first use) and
-prints where its time goes, by stage of the crawl loop. Sampling costs CPU: take figures from a run without it.
+prints where its time goes, by stage of the crawl loop. `--by-code SECONDS` samples the crawl's worker
+processes with native stacks for that long once they are past start-up, and prints where their CPU goes by
+kind of code: the interpreter running Python, CPython's built-in types and modules, the C libraries (each
+named), system calls. Sampling costs CPU (native stacks much more): take figures from a run without it.
 """
 
 from __future__ import annotations
@@ -141,7 +144,37 @@ class LogCounter:
 Measured = tuple[float, float, float, float, list[Sample]]
 
 
-def measure(command: list[str], log: Path, requests: LogCounter, cwd: Path) -> Measured:
+@dataclass
+class NativeSampling:
+    """py-spy with native stacks on each worker of a crawl (the processes below the one started), for
+    `seconds` from `after` seconds into the crawl, each into `{output}-PID.txt`."""
+
+    seconds: float
+    output: Path
+    after: float = 8.0
+    samplers: list[subprocess.Popen[bytes]] | None = None
+
+    def start_if_due(self, root: int, elapsed: float) -> None:
+        if self.samplers is not None or elapsed < self.after:
+            return
+        workers = descendants(root, process_table())[1:]
+        self.samplers = []
+        for pid in workers:
+            command = [
+                str(ensure_py_spy()), "record", "--native", "--rate", "40", "--duration", str(int(self.seconds)),
+                "--format", "raw", "--output", f"{self.output}-{pid}.txt", "--pid", str(pid),
+            ]  # fmt: skip
+            self.samplers.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+    def wait(self) -> list[Path]:
+        for sampler in self.samplers or []:
+            sampler.wait()
+        return sorted(self.output.parent.glob(f"{self.output.name}-*.txt"))
+
+
+def measure(
+    command: list[str], log: Path, requests: LogCounter, cwd: Path, native: NativeSampling | None = None
+) -> Measured:
     """Run `command`; return wall seconds, CPU seconds of its tree, peak RSS and peak PSS of its tree in MB,
     and samples of its CPU and of the requests served while it ran (for the steady-state rate)."""
     started = time.monotonic()
@@ -153,6 +186,8 @@ def measure(command: list[str], log: Path, requests: LogCounter, cwd: Path) -> M
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)
         if pid:
             break
+        if native is not None:
+            native.start_if_due(process.pid, time.monotonic() - started)
         rss, pss, cpu = tree_usage(process.pid)
         peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
         samples.append(Sample(time.monotonic() - started, cpu, requests()))
@@ -325,6 +360,44 @@ def profile_by_stage(raw: Path) -> list[tuple[str, float]]:
     return [(stage, count / total) for stage, count in counts.most_common()]
 
 
+CODE_KINDS = (
+    # (kind, marks in the leaf frame's location), first match wins; a leaf that is a Python frame is the
+    # interpreter running that function's bytecode (py-spy shows the Python frame where the C stack is
+    # the evaluation loop)
+    ("lexbor (selectolax): HTML tree, queries, text", ("selectolax/",)),
+    ("RocksDB (rocksdict): crawl table, content set", ("rocksdict/",)),
+    ("ISA-L (isal): WARC compression", ("isal/",)),
+    ("OpenSSL (libcrypto): SHA-1 digests, TLS", ("libcrypto", "libssl")),
+    ("numpy", ("numpy/",)),
+    ("uvloop and libuv: the event loop", ("uvloop/",)),
+    ("crawlspace's C: MinHash signatures", ("crawlspace/seen/_minhash",)),
+    ("llhttp (httptools)", ("httptools/",)),
+    ("ada (ada-url, through cffi): URL parsing", ("ada_url/", "_cffi_backend", "ada.cpp")),
+    ("xxhash", ("xxhash", "_xxhash")),
+    ("msgspec", ("msgspec/",)),
+    ("system calls and libc (I/O, memory, locks)", ("libc.so", "libm.so", "ld-linux")),
+    ("CPython built-ins (str, bytes, dict, list, asyncio's C module, ...)", ("libpython", "(python3", ".c:", ".h:")),
+    ("other compiled extensions", (".so)", ".so.")),
+    ("interpreter running Python code", (".py:", "<string>:", "<frozen ")),
+)
+
+
+def profile_by_code(raws: list[Path]) -> list[tuple[str, float]]:
+    """Share of native samples per kind of code of the stack's leaf (CODE_KINDS)."""
+    counts: collections.Counter[str] = collections.Counter()
+    for raw in raws:
+        for line in raw.read_text().splitlines():
+            stack, _, number = line.rpartition(" ")
+            if not number.isdigit():
+                continue
+            leaf = stack.rsplit(";", 1)[-1]
+            where = leaf[leaf.rfind(" (") :]
+            kind = next((kind for kind, marks in CODE_KINDS if any(mark in where for mark in marks)), "unknown")
+            counts[kind] += int(number)
+    total = sum(counts.values()) or 1
+    return [(kind, count / total) for kind, count in counts.most_common()]
+
+
 def ensure_scrapy() -> Path:
     python = SCRAPY_VENV / "bin" / "python"
     if not python.exists():
@@ -353,6 +426,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="crawls of each crawlspace, alternating")
     parser.add_argument("--skip-scrapy", action="store_true")
     parser.add_argument("--profile", action="store_true", help="sample crawlspace with py-spy (costs CPU)")
+    parser.add_argument(
+        "--by-code",
+        type=float,
+        metavar="SECONDS",
+        help="sample crawlspace's workers with native stacks for SECONDS: CPU by kind of code (costs CPU)",
+    )
     args = parser.parse_args()
 
     web, config = prepare_web(args)
@@ -365,12 +444,19 @@ def main() -> None:
     nginx = Nginx(config)
     runs: list[Run] = []
 
+    native: NativeSampling | None = None
+
     def crawl(name: str, agent: str, command: list[str], cwd: Path = REPO) -> Run:
+        nonlocal native
         access_log = run_dir / f"{name}-access.log"
+        sampling = None
+        if args.by_code and native is None and agent == "crawlspace":
+            sampling = native = NativeSampling(args.by_code, run_dir / "crawlspace-native")
         nginx.start(access_log)
         try:
             print(f"{name} ...", flush=True)
-            measured = measure(command, run_dir / f"{name}.out", LogCounter(config.parent / "access.log"), cwd)
+            counter = LogCounter(config.parent / "access.log")
+            measured = measure(command, run_dir / f"{name}.out", counter, cwd, sampling)
         finally:
             nginx.stop()
         return judge(name, agent, web, seeds, access_log, measured)
@@ -442,6 +528,12 @@ def main() -> None:
         print(f"\nwhere crawlspace's time goes (py-spy samples of all its processes, {profile}):")
         for stage, share in profile_by_stage(profile):
             print(f"  {100 * share:5.1f}%  {stage}")
+    if native is not None:
+        raws = native.wait()
+        print(f"\nwhere crawlspace's workers spend their CPU, by kind of code ({len(raws)} workers sampled with")
+        print(f"native stacks for {args.by_code:.0f} s; {native.output}-PID.txt):")
+        for kind, share in profile_by_code(raws):
+            print(f"  {100 * share:5.1f}%  {kind}")
     (run_dir / "results.json").write_text(json.dumps([asdict(run) for run in runs], indent=2))
     print(f"\nresults: {run_dir / 'results.json'}")
 
