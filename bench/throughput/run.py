@@ -360,6 +360,12 @@ def profile_by_stage(raw: Path) -> list[tuple[str, float]]:
     return [(stage, count / total) for stage, count in counts.most_common()]
 
 
+LIBC = "system calls and libc (I/O, memory, locks)"
+BUILTINS = "CPython built-ins (str, bytes, dict, list, asyncio's C module, ...)"
+INTERPRETER = "interpreter running Python code"
+INTERPRETED_KINDS = frozenset({LIBC, BUILTINS, INTERPRETER})
+"""The Python side of a sample: bytecode, the built-ins it calls, and libc (its allocator, its copies, its I/O)."""
+
 CODE_KINDS = (
     # (kind, marks in the leaf frame's location), first match wins; a leaf that is a Python frame is the
     # interpreter running that function's bytecode (py-spy shows the Python frame where the C stack is
@@ -375,27 +381,42 @@ CODE_KINDS = (
     ("ada (ada-url, through cffi): URL parsing", ("ada_url/", "_cffi_backend", "ada.cpp")),
     ("xxhash", ("xxhash", "_xxhash")),
     ("msgspec", ("msgspec/",)),
-    ("system calls and libc (I/O, memory, locks)", ("libc.so", "libm.so", "ld-linux")),
-    ("CPython built-ins (str, bytes, dict, list, asyncio's C module, ...)", ("libpython", "(python3", ".c:", ".h:")),
+    (LIBC, ("libc.so", "libm.so", "ld-linux")),
+    (BUILTINS, ("libpython", "(python3", ".c:", ".h:")),
     ("other compiled extensions", (".so)", ".so.")),
-    ("interpreter running Python code", (".py:", "<string>:", "<frozen ")),
+    (INTERPRETER, (".py:", "<string>:", "<frozen ")),
 )
 
 
-def profile_by_code(raws: list[Path]) -> list[tuple[str, float]]:
-    """Share of native samples per kind of code of the stack's leaf (CODE_KINDS)."""
-    counts: collections.Counter[str] = collections.Counter()
+def code_kind(stack: str) -> str:
+    leaf = stack.rsplit(";", 1)[-1]
+    where = leaf[leaf.rfind(" (") :]
+    return next((kind for kind, marks in CODE_KINDS if any(mark in where for mark in marks)), "unknown")
+
+
+def stage_of(stack: str) -> str:
+    frames = [frame.split(" (", 1)[0] for frame in reversed(stack.split(";"))]
+    return next(name for name, marks in STAGES if any(frame.startswith(mark) for frame in frames for mark in marks))
+
+
+def profile_by_code(raws: list[Path]) -> tuple[list[tuple[str, float]], list[tuple[str, float, float]]]:
+    """Share of native samples per kind of code of the stack's leaf (CODE_KINDS), and per stage of the
+    crawl loop (STAGES) the shares of Python (INTERPRETED_KINDS) and of compiled code."""
+    kinds: collections.Counter[str] = collections.Counter()
+    interpreted: collections.Counter[str] = collections.Counter()
+    compiled: collections.Counter[str] = collections.Counter()
     for raw in raws:
         for line in raw.read_text().splitlines():
             stack, _, number = line.rpartition(" ")
             if not number.isdigit():
                 continue
-            leaf = stack.rsplit(";", 1)[-1]
-            where = leaf[leaf.rfind(" (") :]
-            kind = next((kind for kind, marks in CODE_KINDS if any(mark in where for mark in marks)), "unknown")
-            counts[kind] += int(number)
-    total = sum(counts.values()) or 1
-    return [(kind, count / total) for kind, count in counts.most_common()]
+            kind = code_kind(stack)
+            kinds[kind] += int(number)
+            (interpreted if kind in INTERPRETED_KINDS else compiled)[stage_of(stack)] += int(number)
+    total = sum(kinds.values()) or 1
+    by_stage = [(stage, interpreted[stage] / total, compiled[stage] / total) for stage, _ in STAGES]
+    by_stage.sort(key=lambda row: -(row[1] + row[2]))
+    return [(kind, count / total) for kind, count in kinds.most_common()], by_stage
 
 
 def ensure_scrapy() -> Path:
@@ -532,8 +553,12 @@ def main() -> None:
         raws = native.wait()
         print(f"\nwhere crawlspace's workers spend their CPU, by kind of code ({len(raws)} workers sampled with")
         print(f"native stacks for {args.by_code:.0f} s; {native.output}-PID.txt):")
-        for kind, share in profile_by_code(raws):
+        kinds, by_stage = profile_by_code(raws)
+        for kind, share in kinds:
             print(f"  {100 * share:5.1f}%  {kind}")
+        print(f"\n  {'Python':>7} {'compiled':>9}  stage (Python: the interpreter, built-ins and libc)")
+        for stage, python_share, compiled_share in by_stage:
+            print(f"  {100 * python_share:6.1f}% {100 * compiled_share:8.1f}%  {stage}")
     (run_dir / "results.json").write_text(json.dumps([asdict(run) for run in runs], indent=2))
     print(f"\nresults: {run_dir / 'results.json'}")
 
