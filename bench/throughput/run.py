@@ -399,12 +399,27 @@ def stage_of(stack: str) -> str:
     return next(name for name, marks in STAGES if any(frame.startswith(mark) for frame in frames for mark in marks))
 
 
-def profile_by_code(raws: list[Path]) -> tuple[list[tuple[str, float]], list[tuple[str, float, float]]]:
-    """Share of native samples per kind of code of the stack's leaf (CODE_KINDS), and per stage of the
-    crawl loop (STAGES) the shares of Python (INTERPRETED_KINDS) and of compiled code."""
+def python_function_of(stack: str) -> str:
+    """The innermost Python function of a native stack (where the interpreter was, or what called the built-in)."""
+    frames = [frame for frame in stack.split(";") if ".py:" in frame or "<string>:" in frame]
+    return frames[-1].split(" (", 1)[0] if frames else "(no Python frame)"
+
+
+@dataclass
+class CodeProfile:
+    """Shares of native samples: per kind of code of the stack's leaf (CODE_KINDS); per stage of the crawl
+    loop (STAGES), its Python (INTERPRETED_KINDS) and compiled shares; per Python function, its Python share."""
+
+    kinds: list[tuple[str, float]]
+    stages: list[tuple[str, float, float]]
+    python_functions: list[tuple[str, float]]
+
+
+def profile_by_code(raws: list[Path]) -> CodeProfile:
     kinds: collections.Counter[str] = collections.Counter()
     interpreted: collections.Counter[str] = collections.Counter()
     compiled: collections.Counter[str] = collections.Counter()
+    functions: collections.Counter[str] = collections.Counter()
     for raw in raws:
         for line in raw.read_text().splitlines():
             stack, _, number = line.rpartition(" ")
@@ -412,11 +427,19 @@ def profile_by_code(raws: list[Path]) -> tuple[list[tuple[str, float]], list[tup
                 continue
             kind = code_kind(stack)
             kinds[kind] += int(number)
-            (interpreted if kind in INTERPRETED_KINDS else compiled)[stage_of(stack)] += int(number)
+            if kind in INTERPRETED_KINDS:
+                interpreted[stage_of(stack)] += int(number)
+                functions[python_function_of(stack)] += int(number)
+            else:
+                compiled[stage_of(stack)] += int(number)
     total = sum(kinds.values()) or 1
     by_stage = [(stage, interpreted[stage] / total, compiled[stage] / total) for stage, _ in STAGES]
     by_stage.sort(key=lambda row: -(row[1] + row[2]))
-    return [(kind, count / total) for kind, count in kinds.most_common()], by_stage
+    return CodeProfile(
+        [(kind, count / total) for kind, count in kinds.most_common()],
+        by_stage,
+        [(function, count / total) for function, count in functions.most_common()],
+    )
 
 
 def ensure_scrapy() -> Path:
@@ -553,12 +576,16 @@ def main() -> None:
         raws = native.wait()
         print(f"\nwhere crawlspace's workers spend their CPU, by kind of code ({len(raws)} workers sampled with")
         print(f"native stacks for {args.by_code:.0f} s; {native.output}-PID.txt):")
-        kinds, by_stage = profile_by_code(raws)
-        for kind, share in kinds:
+        code = profile_by_code(raws)
+        for kind, share in code.kinds:
             print(f"  {100 * share:5.1f}%  {kind}")
         print(f"\n  {'Python':>7} {'compiled':>9}  stage (Python: the interpreter, built-ins and libc)")
-        for stage, python_share, compiled_share in by_stage:
+        for stage, python_share, compiled_share in code.stages:
             print(f"  {100 * python_share:6.1f}% {100 * compiled_share:8.1f}%  {stage}")
+        top = code.python_functions[:10]
+        print(f"\n  the Python's 10 largest functions ({100 * sum(share for _, share in top):.1f}% together):")
+        for function, share in top:
+            print(f"  {100 * share:5.1f}%  {function}")
     (run_dir / "results.json").write_text(json.dumps([asdict(run) for run in runs], indent=2))
     print(f"\nresults: {run_dir / 'results.json'}")
 
