@@ -202,9 +202,6 @@ class Connection(asyncio.Protocol):
             self._paused = True
         self._wake()
 
-    def eof_received(self) -> bool | None:
-        return False  # close our side too
-
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         self._stop_timer()
@@ -223,12 +220,6 @@ class Connection(asyncio.Protocol):
         else:
             text = "connection reset before a response" if reset else "server closed the connection without a response"
         self._fail(Disconnected(text, reset=reset, in_body=self._head_done), close=False)
-
-    def pause_writing(self) -> None:  # a request is a few hundred bytes: nothing to throttle
-        pass
-
-    def resume_writing(self) -> None:
-        pass
 
     # -- llhttp callbacks --------------------------------------------------------------------
 
