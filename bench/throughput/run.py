@@ -342,6 +342,12 @@ def ensure_py_spy() -> Path:
     return py_spy
 
 
+def stage_of(stack: str) -> str:
+    """The stage of the crawl loop of a sample: the first whose marks one of its frames starts with."""
+    frames = [frame.split(" (", 1)[0] for frame in reversed(stack.split(";"))]
+    return next(name for name, marks in STAGES if any(frame.startswith(mark) for frame in frames for mark in marks))
+
+
 def profile_by_stage(raw: Path) -> list[tuple[str, float]]:
     """Share of py-spy's samples (raw format: `frame;frame;... count`) per stage of the crawl loop."""
     counts: collections.Counter[str] = collections.Counter()
@@ -349,10 +355,7 @@ def profile_by_stage(raw: Path) -> list[tuple[str, float]]:
         stack, _, number = line.rpartition(" ")
         if not number.isdigit():
             continue
-        frames = [frame.split(" (", 1)[0] for frame in reversed(stack.split(";"))]
-        stage = next(
-            name for name, marks in STAGES if any(frame.startswith(mark) for frame in frames for mark in marks)
-        )
+        stage = stage_of(stack)
         if stage == STAGES[-1][0] and ("_worker_main" not in stack or "_find_and_load" in stack):
             stage = "start-up, imports, coordinator"
         counts[stage] += int(number)
@@ -392,11 +395,6 @@ def code_kind(stack: str) -> str:
     leaf = stack.rsplit(";", 1)[-1]
     where = leaf[leaf.rfind(" (") :]
     return next((kind for kind, marks in CODE_KINDS if any(mark in where for mark in marks)), "unknown")
-
-
-def stage_of(stack: str) -> str:
-    frames = [frame.split(" (", 1)[0] for frame in reversed(stack.split(";"))]
-    return next(name for name, marks in STAGES if any(frame.startswith(mark) for frame in frames for mark in marks))
 
 
 def python_function_of(stack: str) -> str:
