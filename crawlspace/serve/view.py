@@ -123,9 +123,9 @@ class StatsFile:
 
 
 def crawl_state(latest: dict[str, Any] | None, stats: dict[str, Any] | None, now: float) -> str:
-    """'starting' (nothing reported yet), 'running', 'paused', 'finished', or 'not reporting' (no
-    report for STALE_AFTER seconds and no stats.json after them: killed, or hung), of a crawl or of
-    one of its partitions, from its latest progress line and its stats.json."""
+    """'starting' (nothing reported yet), 'running', 'paused' (every partition), 'finished', or 'not
+    reporting' (no report for STALE_AFTER seconds and no stats.json after them: killed, or hung), of a
+    crawl or of one of its partitions, from its latest progress line and its stats.json."""
     if (
         stats is not None
         and stats.get("finished_at")
@@ -136,7 +136,8 @@ def crawl_state(latest: dict[str, Any] | None, stats: dict[str, Any] | None, now
         return "starting"
     if now - latest.get("time", 0.0) > STALE_AFTER:
         return "not reporting"
-    return "paused" if latest.get("paused") else "running"
+    # a --processes crawl is paused once every partition has heard the pause: until then some still fetch
+    return "paused" if (latest.get("paused") or 0) >= max(1, latest.get("workers") or 1) else "running"
 
 
 @dataclass(slots=True)

@@ -87,6 +87,14 @@ def test_the_state_of_a_crawl_from_its_files(tmp_path: Path) -> None:
         handle.write(json.dumps({"time": 1000.5, "pages": 6, "paused": 1}) + "\n")
     view.refresh()
     assert view.state() == "paused"
+    with progress.open("a") as handle:  # two partitions, one of which has not yet heard the pause
+        handle.write(json.dumps({"time": 1000.6, "pages": 7, "paused": 1, "workers": 2}) + "\n")
+    view.refresh()
+    assert view.state() == "running"
+    with progress.open("a") as handle:
+        handle.write(json.dumps({"time": 1000.7, "pages": 7, "paused": 2, "workers": 2}) + "\n")
+    view.refresh()
+    assert view.state() == "paused"
     now[0] = 1100.0
     assert view.state() == "not reporting"  # killed: no report for a while and no stats.json
     (tmp_path / "stats.json").write_text(json.dumps({"finished_at": 1000.0, "pages_fetched": 7, "termination": "x"}))

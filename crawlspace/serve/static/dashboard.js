@@ -90,7 +90,8 @@ function showOverview(data) {
   for (const button of document.querySelectorAll("button[data-command]")) {
     const command = button.dataset.command;
     const live = data.state === "running" || data.state === "paused" || data.state === "starting";
-    button.disabled = !live || (command === "pause" && data.state === "paused") || (command === "resume" && data.state !== "paused");
+    // resume is offered from the pause command on: a partition that never hears it must not hold the crawl paused
+    button.disabled = !live || (command === "pause" && data.state === "paused") || (command === "resume" && data.state !== "paused" && data.last_command?.command !== "pause");
   }
 }
 
