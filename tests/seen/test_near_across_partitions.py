@@ -1,5 +1,5 @@
 """Near-duplicates across partitions, end to end: a crawl of the simulated web by two processes finds
-the same near-duplicate pairs as a crawl by one, although half the pairs have their two pages on
+the same near-duplicate pairs as a crawl by one, although some pairs (8 of 48) have their two pages on
 hosts of different partitions (issue 16, "content seen across nodes"). Judged against the simulated
 web's ground truth (`SimWeb.near_duplicate_of`) from the content sets the crawls leave, and from the
 WARC files: with near-duplicates not stored, exactly one page of each pair is stored in full.
@@ -95,6 +95,9 @@ def crawl(web: SimWeb, directory: Path, processes: int) -> tuple[set[Pair], set[
             min_delay=0.0, delay_factor=0.0, concurrency=16, allow_private_addresses=True,
             hosts_file=str(server.hosts_file), processes=processes, max_seconds=120.0,
             store_near_duplicates=False,
+            # hosts owned by their name's hash, not their address's: the server takes a free 127.R.x.y
+            # each run, and with per-IP ownership how many pairs fall across the partitions changed with R
+            per_ip=False,
         )  # fmt: skip
         stats = Crawler(config, out=out, seeds=server.seeds, progress=False).run()
         server.stop()
@@ -121,7 +124,7 @@ def test_two_processes_find_the_near_duplicates_one_finds_across_their_partition
     assert truth_double == truth and len(truth) >= 30
     assert single == truth  # one process: every near-copy whose original was fetched
     across = {pair for pair in truth if len({partition_of[url] for url in pair}) == 2}
-    assert len(across) >= 5, (len(across), len(truth))  # pairs split over the partitions: today's limit
+    assert len(across) >= 5, (len(across), len(truth))  # 8 of the 48 pairs fall across the partitions here
     # the race the design accepts (nearclaims): two pages asked within moments of each other may
     # both be stored as originals, never both called near-duplicates; it is rare enough here
     missed = truth - double
