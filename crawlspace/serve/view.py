@@ -137,7 +137,7 @@ def crawl_state(latest: dict[str, Any] | None, stats: dict[str, Any] | None, now
     if now - latest.get("time", 0.0) > STALE_AFTER:
         return "not reporting"
     # a --processes crawl is paused once every partition has heard the pause: until then some still fetch
-    return "paused" if (latest.get("paused") or 0) >= max(1, latest.get("workers") or 1) else "running"
+    return "paused" if (latest.get("paused") or 0) >= (latest.get("workers") or 1) else "running"
 
 
 @dataclass(slots=True)
